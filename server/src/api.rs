@@ -1,0 +1,69 @@
+//! The HTTP surface: every route, the OpenAPI document and Swagger UI.
+//!
+//! Owns HTTP, poem and the JSON wire shapes. Handlers authenticate through the [`extract::Auth`]
+//! extractor, call `AuthService::authorize` with the permission Superset uses for the endpoint,
+//! then call the layers below; errors become Superset's envelopes only in [`error`].
+//! Domain types never derive poem-openapi traits: each resource module has its own wire types.
+
+pub mod error;
+pub mod extract;
+mod me;
+mod middleware;
+mod security;
+mod web;
+
+use std::sync::Arc;
+
+use poem::{Endpoint, EndpointExt, IntoEndpoint, Route};
+use poem_openapi::OpenApiService;
+
+use crate::app::AppState;
+
+/// OpenAPI tags, one per resource.
+#[derive(poem_openapi::Tags)]
+pub enum Tags {
+    /// Login, tokens and CSRF.
+    Security,
+    /// The authenticated user.
+    CurrentUser,
+    /// Browser pages and health probes.
+    Web,
+}
+
+/// The OpenAPI service over every API struct (also used to render the document in tests).
+pub fn openapi(
+    state: &Arc<AppState>,
+) -> OpenApiService<(web::WebApi, security::SecurityApi, me::MeApi), ()> {
+    OpenApiService::new(
+        (
+            web::WebApi {
+                state: state.clone(),
+            },
+            security::SecurityApi {
+                state: state.clone(),
+            },
+            me::MeApi {
+                state: state.clone(),
+            },
+        ),
+        "Liteset",
+        env!("CARGO_PKG_VERSION"),
+    )
+    .description("Apache Superset-compatible REST API served by Liteset.")
+}
+
+/// The complete application endpoint with its middleware.
+pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
+    let api = openapi(&state);
+    let spec = api.spec_endpoint();
+    let swagger = api.swagger_ui();
+    Route::new()
+        .at("/api/v1/_openapi", spec)
+        .nest("/swagger/v1", swagger)
+        .nest("/", api.into_endpoint())
+        .around(middleware::csrf)
+        .around(middleware::limit_body)
+        .around(middleware::strip_trailing_slash)
+        .around(move |ep, req| middleware::with_state(ep, req, state.clone()))
+        .around(middleware::trace)
+}

@@ -1,0 +1,388 @@
+//! The one HTTP error type, and the one place where every layer's error becomes a status code
+//! and one of Superset's three bodies: flask-jwt's `{"msg"}`, FAB's `{"message"}` and SIP-40's
+//! `{"errors": [...]}`. Handlers never build error JSON themselves.
+
+use poem::http::StatusCode;
+use poem::{IntoResponse, Response};
+use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, Registry};
+use poem_openapi::types::Type;
+use poem_openapi::{ApiResponse, Object};
+use serde_json::{Value, json};
+
+use crate::auth;
+use crate::store;
+
+/// One entry of a SIP-40 error list.
+#[derive(Clone, Debug, PartialEq, Object, serde::Serialize)]
+pub struct SupersetError {
+    /// Human-readable message.
+    pub message: String,
+    /// Superset's `SupersetErrorType` name.
+    pub error_type: String,
+    /// `info`, `warning` or `error`.
+    pub level: String,
+    /// Context, always including `issue_codes`.
+    pub extra: poem_openapi::types::Any<Value>,
+}
+
+/// FAB's body: `message` is a string, or a `{field: [messages]}` map for validation errors.
+#[derive(Object)]
+#[oai(rename = "MessageError")]
+struct MessageBody {
+    /// A string, or field → messages.
+    message: poem_openapi::types::Any<Value>,
+}
+
+/// flask-jwt-extended's body for token failures.
+#[derive(Object)]
+#[oai(rename = "TokenError")]
+struct MsgBody {
+    /// flask-jwt's text, e.g. "Token has expired".
+    msg: String,
+}
+
+/// SIP-40 body.
+#[derive(Object)]
+#[oai(rename = "ErrorsList")]
+struct ErrorsBody {
+    /// The errors.
+    errors: Vec<SupersetError>,
+}
+
+/// Which of Superset's bodies an error renders as.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ErrorBody {
+    /// `{"msg": …}`
+    Msg(String),
+    /// `{"message": …}`
+    Message(Value),
+    /// `{"errors": […]}`
+    Errors(Vec<SupersetError>),
+}
+
+/// An HTTP error response in Superset's wire format.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{status}: {body:?}")]
+pub struct ApiError {
+    /// Status code.
+    pub status: StatusCode,
+    /// Body.
+    pub body: ErrorBody,
+    /// `Retry-After` seconds for 429/503.
+    pub retry_after: Option<u64>,
+}
+
+/// Superset's issue codes (`superset/errors.py`), added to every SIP-40 error by type.
+fn issue_codes(error_type: &str) -> Vec<(u16, &'static str)> {
+    let codes: &[u16] = match error_type {
+        "GENERIC_DB_ENGINE_ERROR" => &[1002],
+        "COLUMN_DOES_NOT_EXIST_ERROR" => &[1003, 1004],
+        "TABLE_DOES_NOT_EXIST_ERROR" => &[1003, 1005],
+        "SCHEMA_DOES_NOT_EXIST_ERROR" => &[1003, 1016],
+        "SYNTAX_ERROR" => &[1030],
+        "INVALID_SQL_ERROR" => &[1003],
+        "CONNECTION_INVALID_USERNAME_ERROR" => &[1012],
+        "CONNECTION_INVALID_PASSWORD_ERROR" => &[1013],
+        "CONNECTION_INVALID_HOSTNAME_ERROR" => &[1007],
+        "CONNECTION_PORT_CLOSED_ERROR" => &[1008],
+        "CONNECTION_HOST_DOWN_ERROR" => &[1009],
+        "CONNECTION_ACCESS_DENIED_ERROR" => &[1014, 1015],
+        "CONNECTION_UNKNOWN_DATABASE_ERROR" => &[1015],
+        "CONNECTION_DATABASE_TIMEOUT" => &[1001, 1009],
+        "GENERIC_COMMAND_ERROR" => &[1010],
+        "DATASOURCE_SECURITY_ACCESS_ERROR"
+        | "TABLE_SECURITY_ACCESS_ERROR"
+        | "DATABASE_SECURITY_ACCESS_ERROR"
+        | "DASHBOARD_SECURITY_ACCESS_ERROR"
+        | "CHART_SECURITY_ACCESS_ERROR"
+        | "QUERY_SECURITY_ACCESS_ERROR"
+        | "MISSING_OWNERSHIP_ERROR" => &[1017],
+        "INVALID_PAYLOAD_FORMAT_ERROR" => &[1019],
+        "INVALID_PAYLOAD_SCHEMA_ERROR" => &[1020],
+        "MARSHMALLOW_ERROR" => &[1038],
+        "SQLLAB_TIMEOUT_ERROR" => &[1026, 1027],
+        "RESULTS_BACKEND_NOT_CONFIGURED_ERROR" => &[1021],
+        "DML_NOT_ALLOWED_ERROR" => &[1022],
+        "ADHOC_SUBQUERY_NOT_ALLOWED_ERROR" => &[1037],
+        "OBJECT_DOES_NOT_EXIST_ERROR" => &[1029],
+        "DATABASE_NOT_FOUND_ERROR" => &[1011, 1036],
+        _ => &[1011],
+    };
+    codes.iter().map(|c| (*c, issue_message(*c))).collect()
+}
+
+fn issue_message(code: u16) -> &'static str {
+    match code {
+        1001 => "The database is under an unusual load.",
+        1002 => "The database returned an unexpected error.",
+        1003 => {
+            "There is a syntax error in the SQL query. Perhaps there was a misspelling or a typo."
+        }
+        1004 => "The column was deleted or renamed in the database.",
+        1005 => "The table was deleted or renamed in the database.",
+        1007 => "The hostname provided can't be resolved.",
+        1008 => "The port is closed.",
+        1009 => "The host might be down, and can't be reached on the provided port.",
+        1010 => "Superset encountered an error while running a command.",
+        1012 => "The username provided when connecting to a database is not valid.",
+        1013 => "The password provided when connecting to a database is not valid.",
+        1014 => "Either the username or the password is wrong.",
+        1015 => "Either the database is spelled incorrectly or does not exist.",
+        1016 => "The schema was deleted or renamed in the database.",
+        1017 => "The user doesn't have the proper permissions.",
+        1019 => "The submitted payload has the incorrect format.",
+        1020 => "The submitted payload has the incorrect schema.",
+        1021 => "Results backend needed for asynchronous queries is not configured.",
+        1022 => "Database does not allow data manipulation.",
+        1026 => "Query is too complex and takes too long to run.",
+        1027 => "The database is currently running too many queries.",
+        1029 => "The object does not exist in the given database.",
+        1030 => "The query has a syntax error.",
+        1036 => "The database was deleted.",
+        1037 => "Custom SQL fields cannot contain sub-queries.",
+        1038 => "The submitted payload failed validation.",
+        _ => "Superset encountered an unexpected error.",
+    }
+}
+
+impl ApiError {
+    /// flask-jwt-style error.
+    pub fn msg(status: StatusCode, msg: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody::Msg(msg.into()),
+            retry_after: None,
+        }
+    }
+
+    /// FAB-style error with a string message.
+    pub fn message(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody::Message(Value::String(message.into())),
+            retry_after: None,
+        }
+    }
+
+    /// FAB-style validation error: `{"message": {field: [messages]}}`.
+    pub fn fields(status: StatusCode, fields: Value) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody::Message(fields),
+            retry_after: None,
+        }
+    }
+
+    /// SIP-40 error of one entry; `issue_codes` are added from the type.
+    pub fn sip40(
+        status: StatusCode,
+        error_type: &str,
+        message: impl Into<String>,
+        extra: Value,
+    ) -> ApiError {
+        let mut extra = match extra {
+            Value::Object(m) => m,
+            _ => serde_json::Map::new(),
+        };
+        let codes: Vec<Value> = issue_codes(error_type)
+            .into_iter()
+            .map(|(code, text)| json!({"code": code, "message": format!("Issue {code} - {text}")}))
+            .collect();
+        extra.insert("issue_codes".into(), Value::Array(codes));
+        ApiError {
+            status,
+            body: ErrorBody::Errors(vec![SupersetError {
+                message: message.into(),
+                error_type: error_type.to_owned(),
+                level: "error".into(),
+                extra: poem_openapi::types::Any(Value::Object(extra)),
+            }]),
+            retry_after: None,
+        }
+    }
+
+    /// 404 `{"message": "Not found"}`.
+    pub fn not_found() -> ApiError {
+        ApiError::message(StatusCode::NOT_FOUND, "Not found")
+    }
+
+    /// 400 `{"message": …}`.
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::message(StatusCode::BAD_REQUEST, message)
+    }
+
+    /// 500 `{"message": "Fatal error"}`: the cause goes to the log, never to the client.
+    pub fn internal(cause: &dyn std::fmt::Display) -> ApiError {
+        tracing::error!(message = "Request failed.", error = %cause);
+        ApiError::message(StatusCode::INTERNAL_SERVER_ERROR, "Fatal error")
+    }
+
+    fn json(&self) -> Value {
+        match &self.body {
+            ErrorBody::Msg(m) => json!({ "msg": m }),
+            ErrorBody::Message(m) => json!({ "message": m }),
+            ErrorBody::Errors(e) => json!({ "errors": e }),
+        }
+    }
+}
+
+impl From<auth::Error> for ApiError {
+    fn from(e: auth::Error) -> Self {
+        use auth::Error as E;
+        match e {
+            E::MissingCredentials => {
+                ApiError::msg(StatusCode::UNAUTHORIZED, "Missing Authorization Header")
+            }
+            E::BadAuthorizationHeader { msg } => ApiError::msg(
+                if msg.starts_with("Missing") {
+                    StatusCode::UNAUTHORIZED
+                } else {
+                    StatusCode::UNPROCESSABLE_ENTITY
+                },
+                msg,
+            ),
+            E::Token { status, msg } => ApiError::msg(
+                StatusCode::from_u16(status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
+                msg,
+            ),
+            e @ E::UserNotLoaded { .. } => ApiError::msg(StatusCode::UNAUTHORIZED, e.to_string()),
+            E::BadCredentials => ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"),
+            E::Forbidden => ApiError::message(StatusCode::FORBIDDEN, "Forbidden"),
+            e @ E::TooManyAttempts { retry_after_secs } => ApiError {
+                retry_after: Some(retry_after_secs),
+                ..ApiError::message(StatusCode::TOO_MANY_REQUESTS, e.to_string())
+            },
+            E::Csrf(c) => ApiError::sip40(
+                StatusCode::BAD_REQUEST,
+                "GENERIC_BACKEND_ERROR",
+                format!("400 Bad Request: {c}"),
+                json!({}),
+            ),
+            E::Store(s) => s.into(),
+            e @ E::Internal { .. } => ApiError::internal(&e),
+        }
+    }
+}
+
+impl From<store::Error> for ApiError {
+    fn from(e: store::Error) -> Self {
+        use store::Error as E;
+        match e {
+            E::NotFound => ApiError::not_found(),
+            E::Conflict { .. } => {
+                ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, "Object already exists")
+            }
+            E::PoolTimeout => {
+                tracing::warn!(message = "Metadata pool exhausted.");
+                ApiError {
+                    retry_after: Some(1),
+                    ..ApiError::message(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "The server is busy; retry shortly",
+                    )
+                }
+            }
+            e @ (E::Sqlite(_)
+            | E::Postgres(_)
+            | E::Decode { .. }
+            | E::SchemaTooNew { .. }
+            | E::Config { .. }
+            | E::Task(_)
+            | E::Poisoned
+            | E::TxClosed) => ApiError::internal(&e),
+        }
+    }
+}
+
+impl poem::error::ResponseError for ApiError {
+    fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    fn as_response(&self) -> Response {
+        let mut resp = poem::web::Json(self.json())
+            .with_status(self.status)
+            .into_response();
+        if let Some(secs) = self.retry_after {
+            resp.headers_mut()
+                .insert(poem::http::header::RETRY_AFTER, secs.into());
+        }
+        resp
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        poem::error::ResponseError::as_response(&self)
+    }
+}
+
+impl ApiResponse for ApiError {
+    const BAD_REQUEST_HANDLER: bool = true;
+
+    fn meta() -> MetaResponses {
+        let media = |schema| {
+            vec![MetaMediaType {
+                content_type: "application/json",
+                schema,
+            }]
+        };
+        let resp = |status, description, schema| MetaResponse {
+            description,
+            status: Some(status),
+            status_range: None,
+            content: media(schema),
+            headers: vec![],
+        };
+        MetaResponses {
+            responses: vec![
+                resp(
+                    400,
+                    "Bad request: malformed body or parameters, or a failed CSRF check",
+                    ErrorsBody::schema_ref(),
+                ),
+                resp(
+                    401,
+                    "Not authenticated (flask-jwt `msg` body, or `message` for bad credentials)",
+                    MsgBody::schema_ref(),
+                ),
+                resp(403, "Forbidden", MessageBody::schema_ref()),
+                resp(404, "Not found", MessageBody::schema_ref()),
+                resp(
+                    422,
+                    "Could not be processed: invalid token or invalid fields",
+                    MessageBody::schema_ref(),
+                ),
+                resp(429, "Too many failed attempts", MessageBody::schema_ref()),
+                resp(500, "Fatal error", MessageBody::schema_ref()),
+            ],
+        }
+    }
+
+    fn register(registry: &mut Registry) {
+        MessageBody::register(registry);
+        MsgBody::register(registry);
+        ErrorsBody::register(registry);
+    }
+
+    fn from_parse_request_error(err: poem::Error) -> Self {
+        from_poem_error(err)
+    }
+}
+
+/// Any error poem produced (routing, extractors, payload parsing) in Superset's envelope.
+pub fn from_poem_error(err: poem::Error) -> ApiError {
+    if let Some(api) = err.downcast_ref::<ApiError>() {
+        return api.clone();
+    }
+    let status = err.status();
+    match status {
+        StatusCode::NOT_FOUND => ApiError::not_found(),
+        StatusCode::METHOD_NOT_ALLOWED => {
+            ApiError::message(status, "The method is not allowed for the requested URL.")
+        }
+        s if s.is_server_error() => ApiError::internal(&err),
+        // Parameter and payload errors from poem-openapi: 400 with its explanation.
+        _ => ApiError::bad_request(err.to_string()),
+    }
+}

@@ -1,0 +1,264 @@
+//! Request extractors shared by every endpoint: who is calling ([`Auth`]) and a JSON body
+//! parsed with marshmallow-style field errors ([`JsonBody`]).
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem::{Request, RequestBody};
+use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSecurityScheme, Registry};
+use poem_openapi::types::Type;
+use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+
+use super::error::ApiError;
+use crate::app::AppState;
+use crate::auth::{Principal, SessionData, session::SESSION_COOKIE};
+
+/// The shared state, which `routes` attaches to every request.
+pub fn state(req: &Request) -> poem::Result<Arc<AppState>> {
+    req.data::<Arc<AppState>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal(&"application state missing from request").into())
+}
+
+/// The value of one cookie, if sent.
+pub fn cookie<'a>(req: &'a Request, name: &str) -> Option<&'a str> {
+    req.headers()
+        .get_all(poem::http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|kv| kv.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim_matches('"'))
+}
+
+/// The verified session from the `session` cookie, if any.
+pub fn session(req: &Request, state: &AppState) -> Option<SessionData> {
+    cookie(req, SESSION_COOKIE).and_then(|c| state.auth.sessions().decode_session(c))
+}
+
+/// The caller: a session-cookie or Bearer-token user, anonymous, or rejected credentials.
+/// Authentication only; each handler authorizes through `AuthService::authorize`.
+pub struct Auth {
+    /// Who is calling.
+    pub principal: Principal,
+    /// The session cookie's content, if a valid one was sent.
+    pub session: Option<SessionData>,
+}
+
+impl<'a> ApiExtractor<'a> for Auth {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::SecurityScheme];
+
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        registry.create_security_scheme(
+            "jwt",
+            MetaSecurityScheme {
+                ty: "http",
+                description: Some("Access token from POST /api/v1/security/login"),
+                name: None,
+                key_in: None,
+                scheme: Some("bearer"),
+                bearer_format: Some("JWT"),
+                flows: None,
+                openid_connect_url: None,
+            },
+        );
+        registry.create_security_scheme(
+            "session",
+            MetaSecurityScheme {
+                ty: "apiKey",
+                description: Some("Browser session cookie from POST /login/"),
+                name: Some(SESSION_COOKIE),
+                key_in: Some("cookie"),
+                scheme: None,
+                bearer_format: None,
+                flows: None,
+                openid_connect_url: None,
+            },
+        );
+    }
+
+    fn security_schemes() -> Vec<&'static str> {
+        vec!["jwt", "session"]
+    }
+
+    async fn from_request(
+        req: &'a Request,
+        _body: &mut RequestBody,
+        _param_opts: ExtractParamOptions<Self::ParamType>,
+    ) -> poem::Result<Self> {
+        let state = state(req)?;
+        let session = session(req, &state);
+        let authorization = req
+            .headers()
+            .get(poem::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let principal = state
+            .auth
+            .authenticate(session.as_ref(), authorization)
+            .await;
+        if let Some(u) = principal.user() {
+            tracing::Span::current().record("user_id", u.user.id);
+        }
+        Ok(Auth { principal, session })
+    }
+}
+
+/// A JSON request body deserialised with serde, documented with `T`'s OpenAPI schema, whose
+/// failures read like marshmallow's: `{"message": {"field": ["Missing data for required field."]}}`.
+pub struct JsonBody<T>(pub T);
+
+impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for JsonBody<T> {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        Some(MetaRequest {
+            description: None,
+            content: vec![MetaMediaType {
+                content_type: "application/json",
+                schema: T::schema_ref(),
+            }],
+            required: true,
+        })
+    }
+
+    async fn from_request(
+        req: &'a Request,
+        body: &mut RequestBody,
+        _param_opts: ExtractParamOptions<Self::ParamType>,
+    ) -> poem::Result<Self> {
+        let limit = state(req)?.config.http.max_body_bytes;
+        let is_json = req.content_type().is_some_and(|ct| {
+            ct.parse::<mime::Mime>().is_ok_and(|m| {
+                m.type_() == "application"
+                    && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+            })
+        });
+        if !is_json {
+            return Err(not_json().into());
+        }
+        let bytes = read_limited(body.take()?, limit).await?;
+        let value: Value = serde_json::from_slice(&bytes).map_err(|_| not_json())?;
+        parse_value(value).map(JsonBody).map_err(Into::into)
+    }
+}
+
+fn not_json() -> ApiError {
+    ApiError::bad_request("Request payload is not JSON")
+}
+
+/// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read.
+pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    body.into_bytes_limit(limit).await.map_err(|e| match e {
+        poem::error::ReadBodyError::PayloadTooLarge => {
+            ApiError::bad_request(format!("Request payload is larger than {limit} bytes"))
+        }
+        other => ApiError::bad_request(format!("Cannot read the request body: {other}")),
+    })
+}
+
+/// Deserialises `value` into `T`, turning serde's error into a FAB validation body.
+pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner().to_string();
+        let (field, message) = marshmallow_message(&path, &inner);
+        let mut fields = Map::new();
+        fields.insert(field, json!([message]));
+        ApiError::fields(StatusCode::BAD_REQUEST, Value::Object(fields))
+    })
+}
+
+/// Maps a serde message at `path` to the field name and marshmallow's wording.
+fn marshmallow_message(path: &str, serde_msg: &str) -> (String, String) {
+    let join = |parent: &str, child: &str| {
+        if parent.is_empty() || parent == "." {
+            child.to_owned()
+        } else {
+            format!("{parent}.{child}")
+        }
+    };
+    if let Some(rest) = serde_msg.strip_prefix("missing field `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        return (join(path, name), "Missing data for required field.".into());
+    }
+    if let Some(rest) = serde_msg.strip_prefix("unknown field `") {
+        let name = rest.split('`').next().unwrap_or_default();
+        return (join(path, name), "Unknown field.".into());
+    }
+    let field = if path.is_empty() || path == "." {
+        "_schema".to_owned()
+    } else {
+        path.to_owned()
+    };
+    let msg = if serde_msg.contains("expected a string") {
+        "Not a valid string."
+    } else if serde_msg.contains("expected i64")
+        || serde_msg.contains("expected u64")
+        || serde_msg.contains("expected i32")
+        || serde_msg.contains("expected u32")
+    {
+        "Not a valid integer."
+    } else if serde_msg.contains("expected a boolean") {
+        "Not a valid boolean."
+    } else if serde_msg.contains("expected a sequence") {
+        "Not a valid list."
+    } else if serde_msg.contains("expected struct") || serde_msg.contains("expected a map") {
+        "Invalid input type."
+    } else {
+        "Invalid value."
+    };
+    (field, msg.into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code, reason = "fields exist to be deserialised")]
+    struct Login {
+        username: String,
+        n: Option<i64>,
+    }
+
+    fn message_of(e: ApiError) -> Value {
+        match e.body {
+            super::super::error::ErrorBody::Message(m) => m,
+            other => panic!("unexpected body {other:?}"),
+        }
+    }
+
+    #[test]
+    fn missing_field_reads_like_marshmallow() {
+        let e = parse_value::<Login>(json!({})).unwrap_err();
+        assert_eq!(e.status, StatusCode::BAD_REQUEST);
+        assert_eq!(
+            message_of(e),
+            json!({"username": ["Missing data for required field."]})
+        );
+    }
+
+    #[test]
+    fn wrong_types_name_the_field() {
+        let e = parse_value::<Login>(json!({"username": 5})).unwrap_err();
+        assert_eq!(message_of(e), json!({"username": ["Not a valid string."]}));
+        let e = parse_value::<Login>(json!({"username": "a", "n": "x"})).unwrap_err();
+        assert_eq!(message_of(e), json!({"n": ["Not a valid integer."]}));
+        let e = parse_value::<Login>(json!([1])).unwrap_err();
+        assert_eq!(message_of(e), json!({"_schema": ["Invalid input type."]}));
+    }
+}

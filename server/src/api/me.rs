@@ -1,0 +1,146 @@
+//! `/api/v1/me/`: the current user and their roles (Superset's `CurrentUserRestApi`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
+use poem_openapi::{Object, OpenApi};
+use serde_json::Value;
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::Auth;
+use crate::app::AppState;
+use crate::auth::{CurrentUser, Principal};
+
+/// The current user.
+#[derive(Debug, Object)]
+pub struct MeUser {
+    id: i64,
+    username: String,
+    email: String,
+    first_name: String,
+    last_name: String,
+    is_active: bool,
+    is_anonymous: bool,
+    login_count: i64,
+}
+
+/// `{"result": user}`.
+#[derive(Debug, Object)]
+pub struct MeResponse {
+    /// The user.
+    result: MeUser,
+}
+
+/// The current user with roles and data-access permissions.
+#[derive(Debug, Object)]
+#[oai(rename_all = "camelCase")]
+pub struct MeRoles {
+    username: String,
+    first_name: String,
+    last_name: String,
+    user_id: i64,
+    is_active: bool,
+    is_anonymous: bool,
+    /// ISO timestamp.
+    created_on: String,
+    email: String,
+    login_count: i64,
+    /// Role name → list of `[permission, view_menu]` pairs.
+    roles: Any<BTreeMap<String, Vec<[String; 2]>>>,
+    /// `datasource_access` and `database_access` → granted view menus.
+    permissions: Any<Value>,
+}
+
+/// `{"result": roles}`.
+#[derive(Debug, Object)]
+pub struct MeRolesResponse {
+    /// Roles and permissions.
+    result: MeRoles,
+}
+
+/// The current-user endpoints.
+pub struct MeApi {
+    pub(super) state: Arc<AppState>,
+}
+
+/// `/me/` answers anonymous callers with FAB's 401, but bad tokens with flask-jwt's body so
+/// that clients can refresh on "Token has expired".
+fn current(principal: &Principal) -> Result<&Arc<CurrentUser>, ApiError> {
+    match principal {
+        Principal::User(u) => Ok(u),
+        Principal::Rejected(e) => Err(ApiError::from(crate::auth::Error::clone_of(e))),
+        Principal::Anonymous => Err(ApiError::message(
+            StatusCode::UNAUTHORIZED,
+            "Not authorized",
+        )),
+    }
+}
+
+#[OpenApi(prefix_path = "/api/v1/me", tag = "Tags::CurrentUser")]
+impl MeApi {
+    /// The authenticated user.
+    #[oai(path = "/", method = "get", operation_id = "me_get")]
+    async fn me(&self, auth: Auth) -> Result<Json<MeResponse>, ApiError> {
+        let u = &current(&auth.principal)?.user;
+        Ok(Json(MeResponse {
+            result: MeUser {
+                id: u.id,
+                username: u.username.clone(),
+                email: u.email.clone(),
+                first_name: u.first_name.clone(),
+                last_name: u.last_name.clone(),
+                is_active: u.active,
+                is_anonymous: false,
+                login_count: u.login_count,
+            },
+        }))
+    }
+
+    /// The authenticated user's roles, their permissions and data-access grants.
+    #[oai(path = "/roles", method = "get", operation_id = "me_roles")]
+    async fn roles(&self, auth: Auth) -> Result<Json<MeRolesResponse>, ApiError> {
+        let cu = current(&auth.principal)?;
+        let mut roles = BTreeMap::new();
+        for role in &cu.roles {
+            let pvms = self.state.store.role_permissions(&role.name).await?;
+            roles.insert(
+                role.name.clone(),
+                pvms.into_iter().map(|(p, v)| [p, v]).collect(),
+            );
+        }
+        let access = |perm: &str| {
+            let mut views: Vec<&str> = cu
+                .permissions
+                .iter()
+                .filter(|(p, _)| p == perm)
+                .map(|(_, v)| v.as_str())
+                .collect();
+            views.sort_unstable();
+            views
+        };
+        let permissions = serde_json::json!({
+            "datasource_access": access("datasource_access"),
+            "database_access": access("database_access"),
+        });
+        let u = &cu.user;
+        Ok(Json(MeRolesResponse {
+            result: MeRoles {
+                username: u.username.clone(),
+                first_name: u.first_name.clone(),
+                last_name: u.last_name.clone(),
+                user_id: u.id,
+                is_active: u.active,
+                is_anonymous: false,
+                created_on: u.created_on.format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
+                email: u.email.clone(),
+                login_count: u.login_count,
+                roles: Any(roles),
+                permissions: Any(permissions),
+            },
+        }))
+    }
+}

@@ -1,0 +1,202 @@
+//! Cross-cutting request handling, applied once around every route: the request span and
+//! log line, Superset's envelope for every error poem produces, trailing-slash tolerance,
+//! the body-size limit and CSRF protection.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use poem::http::{Method, Uri};
+use poem::{Endpoint, IntoResponse, Request, Response};
+use tracing::Instrument;
+
+use super::error::{ApiError, from_poem_error};
+use super::extract::{self, read_limited};
+use crate::app::AppState;
+
+/// One span and one log line per request: method, route, status, latency, user id. The path is
+/// logged without its query string, which may carry tokens.
+pub async fn trace<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let span = tracing::info_span!(
+        "liteset.http.request",
+        method = %req.method(),
+        path = %req.uri().path(),
+        route = tracing::field::Empty,
+        status = tracing::field::Empty,
+        latency_ms = tracing::field::Empty,
+        user_id = tracing::field::Empty,
+    );
+    let started = Instant::now();
+    async move {
+        let resp = match ep.call(req).await {
+            Ok(r) => r.into_response(),
+            Err(e) => from_poem_error(e).into_response(),
+        };
+        let span = tracing::Span::current();
+        if let Some(op) = resp.data::<poem_openapi::OperationId>() {
+            span.record("route", op.0);
+        }
+        let status = resp.status().as_u16();
+        span.record("status", status);
+        span.record("latency_ms", started.elapsed().as_secs_f64() * 1000.0);
+        if resp.status().is_server_error() {
+            tracing::warn!(message = "Request finished.", status);
+        } else {
+            tracing::info!(message = "Request finished.", status);
+        }
+        Ok(resp)
+    }
+    .instrument(span)
+    .await
+}
+
+/// Superset clients call both `/x` and `/x/`; every route is registered without the trailing
+/// slash and requests are normalised here, so both forms reach the same handler without a
+/// redirect (superset-cli follows none).
+pub async fn strip_trailing_slash<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+) -> poem::Result<Response> {
+    let path = req.uri().path();
+    if path.len() > 1 && path.ends_with('/') {
+        let trimmed = path.trim_end_matches('/');
+        let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
+        let pq = match req.uri().query() {
+            Some(q) => format!("{trimmed}?{q}"),
+            None => trimmed.to_owned(),
+        };
+        let mut parts = req.uri().clone().into_parts();
+        parts.path_and_query = pq.parse().ok();
+        if let Ok(uri) = Uri::from_parts(parts) {
+            *req.uri_mut() = uri;
+        }
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// Refuses a declared body larger than the limit before anything reads it; bodies without a
+/// length are bounded where they are read.
+pub async fn limit_body<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+    let state = extract::state(&req)?;
+    let limit = state.config.http.max_body_bytes;
+    let declared = req
+        .headers()
+        .get(poem::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit) {
+        tracing::info!(message = "Refused an oversized body.", declared, limit);
+        return Err(
+            ApiError::bad_request(format!("Request payload is larger than {limit} bytes")).into(),
+        );
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// Endpoints Superset exempts from CSRF: FAB's own security API and the views in
+/// `WTF_CSRF_EXEMPT_LIST` (paths without trailing slash).
+fn csrf_exempt(path: &str) -> bool {
+    let Some(rest) = path.strip_prefix("/api/v1/") else {
+        // Only the API is protected here; the browser login form checks its own token.
+        return true;
+    };
+    let fab_security = [
+        "security/login",
+        "security/refresh",
+        "security/users",
+        "security/roles",
+        "security/permissions",
+        "security/resources",
+        "security/permissions-resources",
+        "security/groups",
+    ];
+    if fab_security
+        .iter()
+        .any(|p| rest == *p || rest.starts_with(&format!("{p}/")))
+    {
+        return true;
+    }
+    if rest == "chart/data" {
+        return true;
+    }
+    let segments: Vec<&str> = rest.split('/').collect();
+    matches!(
+        segments.as_slice(),
+        ["dashboard", _, "cache_dashboard_screenshot"]
+    )
+}
+
+/// Flask-WTF's `CSRFProtect`: every POST/PUT/PATCH/DELETE to the API, Bearer-authenticated or
+/// not, carries a token (header `X-CSRFToken`/`X-CSRF-Token`, or form field `csrf_token`)
+/// matching the secret in its session cookie. Runs before authentication, as in Flask.
+pub async fn csrf<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
+    let unsafe_method = matches!(
+        *req.method(),
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
+    if !unsafe_method || csrf_exempt(req.uri().path()) {
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
+    let state = extract::state(&req)?;
+    let header = ["x-csrftoken", "x-csrf-token"]
+        .iter()
+        .find_map(|h| req.headers().get(*h))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let token = match header {
+        Some(t) => Some(t),
+        None if req
+            .content_type()
+            .is_some_and(|ct| ct.starts_with("application/x-www-form-urlencoded")) =>
+        {
+            // The form body is read here and put back for the handler.
+            let body = read_limited(req.take_body(), state.config.http.max_body_bytes).await?;
+            let token = serde_urlencoded::from_bytes::<Vec<(String, String)>>(&body)
+                .ok()
+                .and_then(|kv| kv.into_iter().find(|(k, _)| k == "csrf_token"))
+                .map(|(_, v)| v);
+            req.set_body(body);
+            token
+        }
+        None => None,
+    };
+    let session = extract::session(&req, &state);
+    if let Err(e) = state
+        .auth
+        .sessions()
+        .check_csrf(token.as_deref(), session.as_ref())
+    {
+        tracing::info!(message = "CSRF check failed.", reason = %e);
+        return Err(ApiError::from(crate::auth::Error::Csrf(e)).into());
+    }
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// Attaches the shared state for extractors.
+pub async fn with_state<E: Endpoint>(
+    ep: Arc<E>,
+    mut req: Request,
+    state: Arc<AppState>,
+) -> poem::Result<Response> {
+    req.extensions_mut().insert(state);
+    ep.call(req).await.map(IntoResponse::into_response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn superset_csrf_exemptions() {
+        assert!(csrf_exempt("/api/v1/security/login"));
+        assert!(csrf_exempt("/api/v1/security/refresh"));
+        assert!(csrf_exempt("/api/v1/security/users/3"));
+        assert!(csrf_exempt("/api/v1/chart/data"));
+        assert!(csrf_exempt(
+            "/api/v1/dashboard/5/cache_dashboard_screenshot"
+        ));
+        assert!(!csrf_exempt("/api/v1/security/guest_token"));
+        assert!(!csrf_exempt("/api/v1/chart"));
+        assert!(!csrf_exempt("/api/v1/chart/1/data"));
+        assert!(!csrf_exempt("/api/v1/dashboard/5"));
+    }
+}

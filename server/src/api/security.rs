@@ -1,0 +1,202 @@
+//! `/api/v1/security/*`: login, token refresh and the CSRF token (FAB `SecurityApi` and
+//! Superset's `SecurityRestApi`).
+
+use std::sync::Arc;
+
+use poem::Request;
+use poem::http::StatusCode;
+use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::{Auth, JsonBody};
+use crate::app::AppState;
+use crate::auth::SessionData;
+
+/// Login request, as FAB's `SecurityApi.login` takes it.
+#[derive(Debug, Deserialize, Object)]
+pub struct LoginRequest {
+    /// Username, or the user's email.
+    username: String,
+    /// Password.
+    password: String,
+    /// `db` (`ldap` is refused: this server authenticates against its own user table).
+    provider: String,
+    /// Also return a refresh token. Python truthiness, as FAB: `true`, `"true"`, `1`.
+    #[serde(default)]
+    refresh: Option<Any<Value>>,
+}
+
+/// Tokens of a successful login.
+#[derive(Debug, Object)]
+pub struct LoginResponse {
+    /// JWT for `Authorization: Bearer`.
+    access_token: String,
+    /// JWT for `/security/refresh`, when requested.
+    #[oai(skip_serializing_if_is_none)]
+    refresh_token: Option<String>,
+}
+
+/// A new access token.
+#[derive(Debug, Object)]
+pub struct RefreshResponse {
+    /// JWT for `Authorization: Bearer`.
+    access_token: String,
+}
+
+/// The CSRF token to send back as `X-CSRFToken`.
+#[derive(Debug, Object)]
+pub struct CsrfTokenResponse {
+    /// The token.
+    result: String,
+}
+
+#[derive(ApiResponse)]
+enum CsrfResponse {
+    /// The token; the `session` cookie carries its secret and must be sent back with it.
+    #[oai(status = 200)]
+    Ok(
+        Json<CsrfTokenResponse>,
+        #[oai(header = "Set-Cookie")] String,
+    ),
+}
+
+/// Python's truthiness of a JSON value, which FAB applies to `refresh`.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// The `Set-Cookie` value for a session.
+pub fn session_cookie(state: &AppState, data: &SessionData) -> String {
+    let secure = if state.config.auth.secure_cookies {
+        "; Secure"
+    } else {
+        ""
+    };
+    format!(
+        "session={}; HttpOnly; Path=/; SameSite=Lax; Max-Age={}{secure}",
+        state.auth.sessions().encode_session(data),
+        state.auth.sessions().session_ttl_secs()
+    )
+}
+
+/// The session with a CSRF secret: the caller's, or a new one.
+pub fn session_with_csrf(existing: Option<SessionData>) -> SessionData {
+    let mut s = existing.unwrap_or_else(|| SessionData {
+        uid: None,
+        csrf: None,
+        iat: chrono::Utc::now().timestamp(),
+    });
+    if s.csrf.is_none() {
+        s.csrf = Some(crate::auth::SessionKeys::new_csrf_secret());
+    }
+    s
+}
+
+/// The security endpoints.
+pub struct SecurityApi {
+    pub(super) state: Arc<AppState>,
+}
+
+#[OpenApi(prefix_path = "/api/v1/security", tag = "Tags::Security")]
+impl SecurityApi {
+    /// Authenticate and get a JWT access token (and optionally a refresh token).
+    #[oai(path = "/login", method = "post", operation_id = "security_login")]
+    async fn login(
+        &self,
+        req: &Request,
+        body: JsonBody<LoginRequest>,
+    ) -> Result<Json<LoginResponse>, ApiError> {
+        let b = body.0;
+        let mut problems = serde_json::Map::new();
+        for (field, v) in [("username", &b.username), ("password", &b.password)] {
+            if v.is_empty() {
+                problems.insert(field.into(), json!(["Shorter than minimum length 1."]));
+            }
+        }
+        if !["db", "ldap"].contains(&b.provider.as_str()) {
+            problems.insert("provider".into(), json!(["Must be one of: db, ldap."]));
+        }
+        if !problems.is_empty() {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                Value::Object(problems),
+            ));
+        }
+        if b.provider != "db" {
+            return Err(ApiError::bad_request(
+                "Alternative authentication provider is not allowed",
+            ));
+        }
+        let client = req.remote_addr().as_socket_addr().map(|a| a.ip());
+        let user = self
+            .state
+            .auth
+            .login(&b.username, &b.password, client)
+            .await?;
+        let refresh = b.refresh.as_ref().is_some_and(|r| truthy(&r.0));
+        let tokens = self.state.auth.issue_login_tokens(user.id, refresh)?;
+        Ok(Json(LoginResponse {
+            access_token: tokens.access_token,
+            refresh_token: tokens.refresh_token,
+        }))
+    }
+
+    /// Exchange a refresh token (sent as Bearer) for a new access token.
+    #[oai(path = "/refresh", method = "post", operation_id = "security_refresh")]
+    async fn refresh(&self, req: &Request) -> Result<Json<RefreshResponse>, ApiError> {
+        let authorization = req
+            .headers()
+            .get(poem::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
+        let access_token = self.state.auth.refresh(authorization).await?;
+        Ok(Json(RefreshResponse { access_token }))
+    }
+
+    /// Get a CSRF token for writes; the response's `session` cookie must accompany it.
+    #[oai(
+        path = "/csrf_token",
+        method = "get",
+        operation_id = "security_csrf_token"
+    )]
+    async fn csrf_token(&self, auth: Auth) -> Result<CsrfResponse, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, "can_read", "SecurityRestApi")
+            .await?;
+        let session = session_with_csrf(auth.session);
+        let secret = session.csrf.clone().unwrap_or_default();
+        let token = self.state.auth.sessions().csrf_token(&secret);
+        Ok(CsrfResponse::Ok(
+            Json(CsrfTokenResponse { result: token }),
+            session_cookie(&self.state, &session),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_flag_follows_python_truthiness() {
+        assert!(truthy(&json!(true)));
+        assert!(truthy(&json!("true")));
+        assert!(truthy(&json!(1)));
+        assert!(!truthy(&json!(false)));
+        assert!(!truthy(&json!("")));
+        assert!(!truthy(&json!(0)));
+        assert!(!truthy(&Value::Null));
+    }
+}

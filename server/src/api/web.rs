@@ -1,0 +1,234 @@
+//! Browser-facing pages: the login form that sets the `session` cookie (FAB's `/login/`),
+//! logout, the landing page and the health probes.
+
+use std::sync::Arc;
+
+use poem::Request;
+use poem_openapi::param::Query;
+use poem_openapi::payload::{Form, Html, PlainText};
+use poem_openapi::{ApiResponse, Object, OpenApi};
+use serde::Deserialize;
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::{self, Auth};
+use super::security::{session_cookie, session_with_csrf};
+use crate::app::AppState;
+use crate::auth::{self, SessionData};
+
+/// The login form's fields.
+#[derive(Debug, Deserialize, Object)]
+pub struct LoginForm {
+    /// Username or email.
+    username: String,
+    /// Password.
+    password: String,
+    /// The hidden CSRF field of the form.
+    csrf_token: Option<String>,
+}
+
+#[derive(ApiResponse)]
+enum PageResponse {
+    /// The page; the cookie carries the form's CSRF secret.
+    #[oai(status = 200)]
+    Page(Html<String>, #[oai(header = "Set-Cookie")] String),
+    /// Logged in (or out): go on, with the new session cookie.
+    #[oai(status = 302)]
+    Redirect(
+        #[oai(header = "Location")] String,
+        #[oai(header = "Set-Cookie")] String,
+    ),
+}
+
+/// Only same-site relative paths are followed after login, so the form cannot be used to
+/// bounce a user to another site.
+fn safe_next(next: Option<&str>) -> String {
+    match next {
+        Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
+        _ => "/".to_owned(),
+    }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+fn login_page(csrf_token: &str, error: Option<&str>, next: &str) -> String {
+    let error = error
+        .map(|e| format!(r#"<p class="error" role="alert">{}</p>"#, escape(e)))
+        .unwrap_or_default();
+    format!(
+        r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Login - Liteset</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{{font-family:system-ui,sans-serif;background:#f5f7fa;display:flex;align-items:center;justify-content:center;min-height:100vh;margin:0}}
+form{{background:#fff;padding:2rem 2.5rem;border-radius:8px;box-shadow:0 2px 12px rgba(0,0,0,.08);min-width:18rem}}
+h1{{font-size:1.25rem;margin:0 0 1.25rem}} label{{display:block;font-size:.85rem;color:#444;margin:.75rem 0 .25rem}}
+input[type=text],input[type=password]{{width:100%;box-sizing:border-box;padding:.5rem;border:1px solid #ccd;border-radius:4px}}
+button{{margin-top:1.25rem;width:100%;padding:.6rem;border:0;border-radius:4px;background:#20a7c9;color:#fff;font-weight:600;cursor:pointer}}
+.error{{color:#b00020;font-size:.9rem}}
+</style></head>
+<body><form method="post" action="/login/?next={next}">
+<h1>Sign in to Liteset</h1>{error}
+<input id="csrf_token" name="csrf_token" type="hidden" value="{csrf}">
+<label for="username">Username</label><input id="username" name="username" type="text" autocomplete="username" required>
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<button type="submit">Sign in</button>
+</form></body></html>"#,
+        next = escape(next),
+        csrf = escape(csrf_token),
+    )
+}
+
+/// Browser pages and probes.
+pub struct WebApi {
+    pub(super) state: Arc<AppState>,
+}
+
+impl WebApi {
+    fn form(&self, session: Option<SessionData>, error: Option<&str>, next: &str) -> PageResponse {
+        let session = session_with_csrf(session);
+        let token = self
+            .state
+            .auth
+            .sessions()
+            .csrf_token(session.csrf.as_deref().unwrap_or_default());
+        PageResponse::Page(
+            Html(login_page(&token, error, next)),
+            session_cookie(&self.state, &session),
+        )
+    }
+}
+
+#[OpenApi(tag = "Tags::Web")]
+impl WebApi {
+    /// The login form; sets the `session` cookie holding the form's CSRF secret.
+    #[oai(path = "/login", method = "get", operation_id = "web_login_form")]
+    async fn login_form(&self, req: &Request, next: Query<Option<String>>) -> PageResponse {
+        self.form(
+            extract::session(req, &self.state),
+            None,
+            &safe_next(next.0.as_deref()),
+        )
+    }
+
+    /// Logs in from the form and sets the `session` cookie that every /api/v1 route accepts.
+    #[oai(path = "/login", method = "post", operation_id = "web_login")]
+    async fn login(
+        &self,
+        req: &Request,
+        next: Query<Option<String>>,
+        form: Form<LoginForm>,
+    ) -> Result<PageResponse, ApiError> {
+        let next = safe_next(next.0.as_deref());
+        let session = extract::session(req, &self.state);
+        self.state
+            .auth
+            .sessions()
+            .check_csrf(form.csrf_token.as_deref(), session.as_ref())
+            .map_err(auth::Error::Csrf)?;
+        let client = req.remote_addr().as_socket_addr().map(|a| a.ip());
+        match self
+            .state
+            .auth
+            .login(&form.username, &form.password, client)
+            .await
+        {
+            Ok(user) => {
+                // A new session on login: the old CSRF secret is not carried over, so a token
+                // planted before login cannot be reused after it.
+                let fresh = SessionData {
+                    uid: Some(user.id),
+                    csrf: Some(auth::SessionKeys::new_csrf_secret()),
+                    iat: chrono::Utc::now().timestamp(),
+                };
+                Ok(PageResponse::Redirect(
+                    next,
+                    session_cookie(&self.state, &fresh),
+                ))
+            }
+            Err(auth::Error::BadCredentials) => {
+                Ok(self.form(session, Some("Invalid login. Please try again."), &next))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Ends the browser session.
+    #[oai(path = "/logout", method = "get", operation_id = "web_logout")]
+    async fn logout(&self) -> PageResponse {
+        PageResponse::Redirect(
+            "/login/".into(),
+            "session=; HttpOnly; Path=/; SameSite=Lax; Max-Age=0".into(),
+        )
+    }
+
+    /// Landing page.
+    #[oai(path = "/", method = "get", operation_id = "web_index")]
+    async fn index(&self, auth: Auth) -> Html<String> {
+        let who = auth
+            .principal
+            .user()
+            .map(|u| {
+                format!(
+                    "Signed in as {}. <a href=\"/logout/\">Sign out</a>",
+                    escape(&u.user.username)
+                )
+            })
+            .unwrap_or_else(|| "<a href=\"/login/\">Sign in</a>".into());
+        Html(format!(
+            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Liteset</title></head>\
+             <body style=\"font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto\">\
+             <h1>Liteset</h1><p>A Superset-compatible BI server. {who}</p>\
+             <p>REST API: <a href=\"/swagger/v1\">Swagger UI</a>, \
+             <a href=\"/api/v1/_openapi\">OpenAPI document</a>.</p></body></html>"
+        ))
+    }
+
+    /// Liveness probe.
+    #[oai(path = "/health", method = "get", operation_id = "health")]
+    async fn health(&self) -> PlainText<&'static str> {
+        PlainText("OK")
+    }
+
+    /// Liveness probe (Superset's name).
+    #[oai(path = "/healthcheck", method = "get", operation_id = "healthcheck")]
+    async fn healthcheck(&self) -> PlainText<&'static str> {
+        PlainText("OK")
+    }
+
+    /// Liveness probe (Superset's other name).
+    #[oai(path = "/ping", method = "get", operation_id = "ping")]
+    async fn ping(&self) -> PlainText<&'static str> {
+        PlainText("OK")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn next_only_follows_local_paths() {
+        assert_eq!(safe_next(Some("/dashboard/list/")), "/dashboard/list/");
+        assert_eq!(safe_next(Some("//evil.example")), "/");
+        assert_eq!(safe_next(Some("https://evil.example")), "/");
+        assert_eq!(safe_next(Some("/\\evil.example")), "/");
+        assert_eq!(safe_next(None), "/");
+    }
+
+    #[test]
+    fn login_page_has_superset_csrf_input() {
+        let page = login_page("tok.en", None, "/");
+        assert!(
+            page.contains(
+                r#"<input id="csrf_token" name="csrf_token" type="hidden" value="tok.en">"#
+            )
+        );
+    }
+}

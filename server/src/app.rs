@@ -1,0 +1,169 @@
+//! Startup wiring: open and migrate the store, create the built-in roles and the first admin,
+//! build the shared [`AppState`], and serve until SIGINT/SIGTERM.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use poem::listener::{Acceptor, Listener, TcpListener};
+
+use crate::auth::{self, AuthService, catalog};
+use crate::config::{Config, ConfigError};
+use crate::store::{self, Location, NewUser, Store};
+
+/// Shared by every request.
+pub struct AppState {
+    /// The effective configuration.
+    pub config: Config,
+    /// Metadata store.
+    pub store: Store,
+    /// Authentication and authorization.
+    pub auth: AuthService,
+}
+
+/// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The metadata store could not be opened or migrated.
+    #[error("metadata store: {0}")]
+    Store(#[from] store::Error),
+    /// Roles or the admin user could not be created.
+    #[error("{0}")]
+    Auth(#[from] auth::Error),
+    /// The listener could not be bound or the server failed.
+    #[error("server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Opens the configured metadata store.
+pub async fn open_store(config: &Config) -> Result<Store, StartError> {
+    let size = config.metadata.pool_size;
+    let store = match &config.metadata_url {
+        Some(url) => Store::open(Location::Postgres(url.expose()), size).await?,
+        None => Store::open(Location::Sqlite(&config.sqlite_path()), size).await?,
+    };
+    Ok(store)
+}
+
+/// Builds the state: resolves the secret key, opens the store and the auth service.
+pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
+    let secret = config.resolve_secret_key()?;
+    let store = open_store(&config).await?;
+    let auth = AuthService::new(store.clone(), secret.expose().as_bytes(), &config.auth);
+    Ok(Arc::new(AppState {
+        config,
+        store,
+        auth,
+    }))
+}
+
+/// `liteset init`: migrations plus the built-in roles; returns whether anything was applied.
+pub async fn init(state: &AppState) -> Result<(), StartError> {
+    let applied = state.store.migrate().await?;
+    tracing::info!(
+        message = "Metadata schema is current.",
+        applied = applied.len()
+    );
+    state.auth.sync_roles().await?;
+    Ok(())
+}
+
+/// Creates the first admin when no user holds the Admin role. The password comes from
+/// configuration, or is generated and printed once on stdout (never logged).
+pub async fn ensure_admin(state: &AppState) -> Result<(), StartError> {
+    if state.store.role_has_users(catalog::ADMIN).await? {
+        return Ok(());
+    }
+    let (password, generated) = match &state.config.admin_password {
+        Some(p) => (p.expose().to_owned(), false),
+        None => (hex::encode(rand::random::<[u8; 12]>()), true),
+    };
+    let new = NewUser {
+        username: "admin".into(),
+        first_name: "Superset".into(),
+        last_name: "Admin".into(),
+        email: "admin@localhost".into(),
+        active: true,
+        password_hash: None,
+        roles: vec![catalog::ADMIN.into()],
+    };
+    match state.auth.create_user(new, password.clone()).await {
+        Ok(_) => {
+            tracing::info!(message = "Created the admin user.", username = "admin");
+            if generated {
+                println!("Created user 'admin' with password: {password}");
+                println!("This password is shown once; set LITESET_ADMIN_PASSWORD to choose it.");
+            }
+            Ok(())
+        }
+        Err(auth::Error::Store(store::Error::Conflict { .. })) => {
+            tracing::warn!(
+                message =
+                    "No user has the Admin role, but a user named admin exists; not creating one.",
+            );
+            Ok(())
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `liteset serve`: bootstraps an empty store, then serves until a shutdown signal, draining
+/// in-flight requests for up to `http.shutdown_grace_secs`.
+pub async fn serve(config: Config) -> Result<(), StartError> {
+    let grace = Duration::from_secs(config.http.shutdown_grace_secs);
+    let bind = config.bind_addr();
+    let state = state(config).await?;
+    let applied = state.store.migrate().await?;
+    if !applied.is_empty() || !state.store.role_has_any_permissions(catalog::ADMIN).await? {
+        state.auth.sync_roles().await?;
+    }
+    ensure_admin(&state).await?;
+
+    let acceptor = TcpListener::bind(bind).into_acceptor().await?;
+    let local = acceptor
+        .local_addr()
+        .into_iter()
+        .next()
+        .and_then(|a| a.as_socket_addr().copied())
+        .unwrap_or(bind);
+    tracing::info!(
+        message = "Listening.",
+        address = %local,
+        metadata = ?state.store.backend(),
+    );
+    // Tests and supervisors wait for this exact line.
+    println!("READY http://{local}");
+
+    let app = crate::api::routes(state);
+    poem::Server::new_with_acceptor(acceptor)
+        .run_with_graceful_shutdown(app, shutdown_signal(), Some(grace))
+        .await?;
+    tracing::info!(message = "Shut down cleanly.");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(s) => s,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+    tracing::info!(message = "Shutdown signal received; draining requests.");
+}

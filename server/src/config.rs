@@ -1,0 +1,427 @@
+//! The one configuration tree, loaded in layers: compiled-in defaults → TOML file →
+//! `LITESET_*` environment → command-line flags.
+//!
+//! This is the only module that reads the environment. Unknown keys are refused in every
+//! layer, values are validated after loading, and secrets print as `***`.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// A configuration value that must never reach a log line or a response.
+#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wraps a secret value.
+    pub fn new(s: impl Into<String>) -> Secret {
+        Secret(s.into())
+    }
+
+    /// The secret itself; call only where it is used, never to display it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Everything a `liteset` process is configured with.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Folder for the embedded metadata database, the generated secret key and, later, plugins
+    /// and the installed frontend.
+    pub data_dir: PathBuf,
+    /// `postgresql://…` to keep metadata in PostgreSQL (production mode); unset means SQLite
+    /// in `data_dir`.
+    pub metadata_url: Option<Secret>,
+    /// Signs tokens and cookies and derives the credential-encryption key. Required in
+    /// production mode; otherwise generated once into `data_dir`.
+    pub secret_key: Option<Secret>,
+    /// Password of the `admin` user created on first start when no admin exists.
+    pub admin_password: Option<Secret>,
+    /// Listen address.
+    pub bind: String,
+    /// `text` or `json`.
+    pub log_format: LogFormat,
+    /// Authentication settings.
+    pub auth: AuthConfig,
+    /// HTTP server settings.
+    pub http: HttpConfig,
+    /// Metadata store settings.
+    pub metadata: MetadataConfig,
+}
+
+/// Authentication and session settings.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// Lifetime of access tokens (flask-jwt default: 15 minutes).
+    pub access_token_ttl_secs: u64,
+    /// Lifetime of refresh tokens (flask-jwt default: 30 days).
+    pub refresh_token_ttl_secs: u64,
+    /// Lifetime of the `session` cookie (Flask default: 31 days).
+    pub session_ttl_secs: u64,
+    /// Lifetime of a CSRF token (Flask-WTF default: 1 week).
+    pub csrf_ttl_secs: u64,
+    /// Failed logins allowed per username and client address within the window; 0 disables.
+    pub max_failed_logins: u32,
+    /// Window of the failed-login limit.
+    pub failed_login_window_secs: u64,
+    /// Copy this built-in role's permissions into Public (Superset's `PUBLIC_ROLE_LIKE`).
+    pub public_role_like: Option<String>,
+    /// How long a user's roles and permissions are cached in memory before being re-read.
+    pub permission_cache_ttl_secs: u64,
+    /// Mark the session cookie `Secure` (set when served over HTTPS).
+    pub secure_cookies: bool,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            access_token_ttl_secs: 15 * 60,
+            refresh_token_ttl_secs: 30 * 24 * 3600,
+            session_ttl_secs: 31 * 24 * 3600,
+            csrf_ttl_secs: 7 * 24 * 3600,
+            max_failed_logins: 10,
+            failed_login_window_secs: 300,
+            public_role_like: None,
+            permission_cache_ttl_secs: 5,
+            secure_cookies: false,
+        }
+    }
+}
+
+/// HTTP server settings.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Largest request body accepted; larger ones get a 400 without being read further.
+    pub max_body_bytes: u64,
+    /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            max_body_bytes: 8 * 1024 * 1024,
+            shutdown_grace_secs: 30,
+        }
+    }
+}
+
+/// Metadata store settings.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MetadataConfig {
+    /// Connections in the metadata pool.
+    pub pool_size: u32,
+}
+
+impl Default for MetadataConfig {
+    fn default() -> Self {
+        MetadataConfig { pool_size: 16 }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            data_dir: PathBuf::from("./liteset-data"),
+            metadata_url: None,
+            secret_key: None,
+            admin_password: None,
+            bind: "127.0.0.1:8088".into(),
+            log_format: LogFormat::Text,
+            auth: AuthConfig::default(),
+            http: HttpConfig::default(),
+            metadata: MetadataConfig::default(),
+        }
+    }
+}
+
+/// Configuration could not be loaded; `liteset` exits with code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A layer had a bad or unknown key; figment's message names the key and its source.
+    #[error("invalid configuration: {0}")]
+    Load(Box<figment::Error>),
+    /// Values parsed but do not make sense together.
+    #[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
+    Invalid(Vec<String>),
+    /// The generated secret key could not be read or written.
+    #[error("cannot use the secret key file {path}: {source}")]
+    SecretFile {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// `LITESET_*` variables that are not configuration keys: the config path itself and the
+/// test harness's own settings, which spawned servers inherit.
+const NON_CONFIG_ENV: &[&str] = &["CONFIG", "BIN"];
+
+/// Values given on the command line; `None` means "not given".
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Overrides {
+    /// `--bind`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bind: Option<String>,
+    /// `--data-dir`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// `--log-format`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_format: Option<LogFormat>,
+}
+
+impl Config {
+    /// Loads every layer and validates the result.
+    pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            fig = fig.merge(Toml::file_exact(path));
+        }
+        let env = Env::prefixed("LITESET_")
+            .filter(|k| {
+                let k = k.as_str().to_ascii_uppercase();
+                !NON_CONFIG_ENV.contains(&k.as_str()) && !k.starts_with("TEST_")
+            })
+            .split("__");
+        fig = fig
+            .merge(env)
+            .merge(Serialized::defaults(overrides.clone()));
+        let config: Config = fig.extract().map_err(|e| ConfigError::Load(Box::new(e)))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Production mode keeps metadata in PostgreSQL, shared by replicas.
+    pub fn is_production(&self) -> bool {
+        self.metadata_url.is_some()
+    }
+
+    /// The parsed listen address (validated at load).
+    pub fn bind_addr(&self) -> SocketAddr {
+        self.bind
+            .parse()
+            .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 8088)))
+    }
+
+    /// Path of the embedded SQLite metadata file.
+    pub fn sqlite_path(&self) -> PathBuf {
+        self.data_dir.join("liteset.db")
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let mut problems = Vec::new();
+        if self.bind.parse::<SocketAddr>().is_err() {
+            problems.push(format!(
+                "bind: {:?} is not an address like 127.0.0.1:8088",
+                self.bind
+            ));
+        }
+        if let Some(url) = &self.metadata_url {
+            let u = url.expose();
+            if !(u.starts_with("postgresql://") || u.starts_with("postgres://")) {
+                problems.push(
+                    "metadata_url: must start with postgresql:// (unset it to use SQLite)".into(),
+                );
+            } else if u.parse::<tokio_postgres::Config>().is_err() {
+                problems.push("metadata_url: not a valid PostgreSQL connection URL".into());
+            }
+            if self.secret_key.is_none() {
+                problems.push(
+                    "secret_key: required when metadata_url is set (LITESET_SECRET_KEY); every \
+                     replica must share it"
+                        .into(),
+                );
+            }
+        }
+        if let Some(key) = &self.secret_key {
+            if key.expose().len() < 32 {
+                problems.push("secret_key: must be at least 32 characters".into());
+            }
+        }
+        let a = &self.auth;
+        for (name, v) in [
+            ("auth.access_token_ttl_secs", a.access_token_ttl_secs),
+            ("auth.refresh_token_ttl_secs", a.refresh_token_ttl_secs),
+            ("auth.session_ttl_secs", a.session_ttl_secs),
+            ("auth.csrf_ttl_secs", a.csrf_ttl_secs),
+            ("auth.failed_login_window_secs", a.failed_login_window_secs),
+        ] {
+            if v == 0 {
+                problems.push(format!("{name}: must be greater than 0"));
+            }
+        }
+        if let Some(role) = &a.public_role_like {
+            if !crate::auth::catalog::builtin_roles(None)
+                .iter()
+                .any(|(name, _)| name == role)
+            {
+                problems.push(format!(
+                    "auth.public_role_like: {role:?} is not a built-in role"
+                ));
+            }
+        }
+        if self.http.max_body_bytes < 1024 {
+            problems.push("http.max_body_bytes: must be at least 1024".into());
+        }
+        if self.metadata.pool_size == 0 {
+            problems.push("metadata.pool_size: must be at least 1".into());
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ConfigError::Invalid(problems))
+        }
+    }
+
+    /// The secret key: configured, or (embedded mode only) generated once into the data
+    /// folder with owner-only permissions.
+    pub fn resolve_secret_key(&self) -> Result<Secret, ConfigError> {
+        if let Some(key) = &self.secret_key {
+            return Ok(key.clone());
+        }
+        let path = self.data_dir.join("secret_key");
+        let io = |source| ConfigError::SecretFile {
+            path: path.clone(),
+            source,
+        };
+        match std::fs::read_to_string(&path) {
+            Ok(s) if s.trim().len() >= 32 => return Ok(Secret::new(s.trim())),
+            Ok(_) => {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    "shorter than 32 characters",
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(e)),
+        }
+        std::fs::create_dir_all(&self.data_dir).map_err(io)?;
+        let key = hex::encode(rand::random::<[u8; 32]>());
+        write_private(&path, &key).map_err(io)?;
+        Ok(Secret::new(key))
+    }
+
+    /// The effective configuration as TOML, secrets redacted, for logs and `config` output.
+    pub fn redacted_toml(&self) -> String {
+        toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}"))
+    }
+}
+
+fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)?.write_all(contents.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_redacted_in_debug_and_toml() {
+        let c = Config {
+            secret_key: Some(Secret::new("x".repeat(40))),
+            metadata_url: Some(Secret::new("postgresql://u:hunter2@h/db")),
+            ..Config::default()
+        };
+        assert!(!format!("{c:?}").contains("hunter2"));
+        assert!(!c.redacted_toml().contains("hunter2"));
+        assert!(!c.redacted_toml().contains("xxxx"));
+    }
+
+    #[test]
+    fn production_mode_requires_a_secret_key() {
+        let c = Config {
+            metadata_url: Some(Secret::new("postgresql://u@h/db")),
+            ..Config::default()
+        };
+        let err = c.validate().unwrap_err().to_string();
+        assert!(err.contains("secret_key"), "{err}");
+    }
+
+    #[test]
+    fn unknown_file_keys_are_rejected_with_their_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(&path, "bind = \"127.0.0.1:1\"\nbogus_key = 1\n").unwrap();
+        let err = Config::load(Some(&path), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("bogus_key"), "{err}");
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        std::fs::write(
+            &path,
+            "bind = \"127.0.0.1:1\"\n[auth]\naccess_token_ttl_secs = 60\n",
+        )
+        .unwrap();
+        let c = Config::load(
+            Some(&path),
+            &Overrides {
+                bind: Some("127.0.0.1:2".into()),
+                ..Overrides::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(c.bind, "127.0.0.1:2");
+        assert_eq!(c.auth.access_token_ttl_secs, 60);
+    }
+
+    #[test]
+    fn generated_secret_key_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Config {
+            data_dir: dir.path().to_owned(),
+            ..Config::default()
+        };
+        let a = c.resolve_secret_key().unwrap();
+        let b = c.resolve_secret_key().unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.expose().len(), 64);
+    }
+}

@@ -1,0 +1,11 @@
+//! Liteset: a BI server that speaks Apache Superset's REST API on one async tokio process.
+//!
+//! Start at [`app`] (startup wiring), [`api`] (the HTTP surface), [`auth`] (who may do what) and
+//! [`store`] (metadata persistence). ARCHITECTURE.md at the repository root has the code map.
+
+pub mod api;
+pub mod app;
+pub mod auth;
+pub mod config;
+pub mod store;
+pub mod telemetry;

@@ -1,0 +1,169 @@
+//! The `liteset` command: serve, init, migrate, create-admin.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use liteset::app::{self, StartError};
+use liteset::auth::catalog;
+use liteset::config::{Config, LogFormat, Overrides};
+use liteset::store::NewUser;
+
+/// A Superset-compatible BI server on one async process.
+#[derive(Parser)]
+#[command(name = "liteset", version, about)]
+struct Cli {
+    /// TOML configuration file.
+    #[arg(long, global = true, env = "LITESET_CONFIG")]
+    config: Option<PathBuf>,
+    /// Folder for embedded metadata, the generated secret key and installed assets.
+    #[arg(long, global = true)]
+    data_dir: Option<PathBuf>,
+    /// Log format.
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP server (migrating and initialising an empty metadata store first).
+    Serve {
+        /// Listen address, e.g. 127.0.0.1:8088 (port 0 picks a free one).
+        #[arg(long)]
+        bind: Option<String>,
+    },
+    /// Apply migrations and (re)create the built-in roles and their permissions.
+    Init,
+    /// Apply pending metadata migrations only.
+    Migrate,
+    /// Create a user with the Admin role.
+    CreateAdmin(CreateAdmin),
+    /// Print the effective configuration (secrets redacted) and exit.
+    CheckConfig,
+}
+
+#[derive(Args)]
+struct CreateAdmin {
+    #[arg(long)]
+    username: String,
+    /// Password; defaults to LITESET_ADMIN_PASSWORD.
+    #[arg(long)]
+    password: Option<String>,
+    #[arg(long)]
+    email: String,
+    #[arg(long)]
+    first_name: String,
+    #[arg(long)]
+    last_name: String,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let overrides = Overrides {
+        bind: match &cli.command {
+            Command::Serve { bind } => bind.clone(),
+            _ => None,
+        },
+        data_dir: cli.data_dir.clone(),
+        log_format: cli.log_format,
+    };
+    if let Some(path) = &cli.config {
+        if !path.is_file() {
+            eprintln!(
+                "invalid configuration: config file {} does not exist",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
+    let config = match Config::load(cli.config.as_deref(), &overrides) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    liteset::telemetry::init(config.log_format);
+    tracing::debug!(message = "Effective configuration.", config = %config.redacted_toml());
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli.command, config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(StartError::Config(e)) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            tracing::error!(message = "Fatal error.", error = %e);
+            eprintln!("error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(command: Command, config: Config) -> Result<(), StartError> {
+    match command {
+        Command::Serve { .. } => app::serve(config).await,
+        Command::Init => {
+            let state = app::state(config).await?;
+            app::init(&state).await?;
+            app::ensure_admin(&state).await
+        }
+        Command::Migrate => {
+            let store = app::open_store(&config).await?;
+            let applied = store.migrate().await?;
+            println!("applied {} migration(s)", applied.len());
+            Ok(())
+        }
+        Command::CreateAdmin(a) => {
+            let state = app::state(config).await?;
+            app::init(&state).await?;
+            let password = match a.password.or_else(|| {
+                state
+                    .config
+                    .admin_password
+                    .as_ref()
+                    .map(|p| p.expose().to_owned())
+            }) {
+                Some(p) if !p.is_empty() => p,
+                _ => {
+                    return Err(StartError::Config(liteset::config::ConfigError::Invalid(
+                        vec!["create-admin: give --password or set LITESET_ADMIN_PASSWORD".into()],
+                    )));
+                }
+            };
+            let user = state
+                .auth
+                .create_user(
+                    NewUser {
+                        username: a.username,
+                        first_name: a.first_name,
+                        last_name: a.last_name,
+                        email: a.email,
+                        active: true,
+                        password_hash: None,
+                        roles: vec![catalog::ADMIN.into()],
+                    },
+                    password,
+                )
+                .await?;
+            println!("created admin user {} (id {})", user.username, user.id);
+            Ok(())
+        }
+        Command::CheckConfig => {
+            print!("{}", config.redacted_toml());
+            Ok(())
+        }
+    }
+}

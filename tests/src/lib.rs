@@ -1,0 +1,870 @@
+//! Black-box test harness for Liteset: the real `liteset` binary, spawned as a child process,
+//! talking HTTP to tests over loopback, with its metadata in SQLite or in a real PostgreSQL.
+//!
+//! This crate is not a place for fakes or in-process API tests (those live next to the code
+//! they test, see `docs` §3.6); everything here goes through a socket and a real process, the
+//! way a Superset client would see the server.
+//!
+//! Where to start:
+//! - [`TestServer::builder`] starts a server with a fresh data dir and, for
+//!   [`Metadata::Postgres`], a fresh database; [`TestServer::client`] gives a cookie-keeping
+//!   HTTP client and [`login`]/[`csrf`] do the two calls nearly every test needs.
+//! - [`both_backends!`] turns one test body into a SQLite and a PostgreSQL test.
+//! - [`pg`] is the PostgreSQL cluster shared by the whole test process: the one named by
+//!   `LITESET_TEST_PG_URL` (as `bash tests/run` sets it), or else a private throwaway cluster
+//!   started on first use and stopped when the process exits.
+//!
+//! ```no_run
+//! use liteset_tests::{ADMIN_PASSWORD, Metadata, TestServer, both_backends, csrf, login};
+//!
+//! both_backends! {
+//!     /// Runs twice: `admin_can_log_in_sqlite` and `admin_can_log_in_postgres`.
+//!     async fn admin_can_log_in(meta: Metadata) -> anyhow::Result<()> {
+//!         let server = TestServer::builder().metadata(meta).start().await?;
+//!         let client = server.client();
+//!         let tokens = login(&client, server.base_url(), "admin", ADMIN_PASSWORD).await;
+//!         let access = tokens["access_token"].as_str().unwrap();
+//!         let token = csrf(&client, server.base_url(), access).await;
+//!         assert!(!token.is_empty());
+//!         Ok(())
+//!     }
+//! }
+//! # fn main() {}
+//! ```
+//!
+//! The server's stdout and stderr are captured: [`TestServer::logs`] returns them (to assert
+//! that secrets are not logged), and a test that panics prints them when its server is dropped.
+#![warn(missing_docs)]
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+
+#[doc(hidden)]
+pub use paste as __paste;
+
+/// The admin password every [`TestServer`] starts with (`LITESET_ADMIN_PASSWORD`), unless a
+/// test overrides it with [`TestServerBuilder::env`].
+pub const ADMIN_PASSWORD: &str = "admin";
+
+/// The `LITESET_SECRET_KEY` every [`TestServer`] starts with, unless overridden. Public so tests
+/// can assert that it never shows up in [`TestServer::logs`].
+pub const SECRET_KEY: &str = "liteset-test-secret-key-3f9c2a7e51b84d06a1c9e8f7d2b4a6c0";
+
+/// How long a server may take to print its `READY` line.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long [`TestServer::stop`] waits after SIGTERM before it gives up and kills.
+const STOP_TIMEOUT: Duration = Duration::from_secs(15);
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL
+// ---------------------------------------------------------------------------------------------
+
+/// The PostgreSQL cluster shared by every test in this process. Get it with [`pg`].
+pub struct TestPg {
+    url: String,
+    /// `None` when the cluster came from `LITESET_TEST_PG_URL` and is someone else's to stop.
+    _cluster: Option<Cluster>,
+}
+
+impl TestPg {
+    /// URL of the cluster's `postgres` database, e.g. `postgresql://postgres@127.0.0.1:5432/postgres`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Creates an empty, uniquely named database (`t_<uuid>`) and returns its URL.
+    ///
+    /// Databases are never dropped: the cluster `tests/run` or [`pg`] starts is thrown away
+    /// whole. Panics if the cluster cannot be reached, since no test can go on without it.
+    pub async fn fresh_database(&self) -> String {
+        let name = format!("t_{}", uuid::Uuid::new_v4().simple());
+        let (client, connection) = tokio_postgres::connect(&self.url, tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to test PostgreSQL at {}: {e}", self.url));
+        let connection = tokio::spawn(connection);
+        client
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .unwrap_or_else(|e| panic!("CREATE DATABASE {name} at {}: {e}", self.url));
+        drop(client);
+        let _ = connection.await;
+        database_url(&self.url, &name)
+    }
+}
+
+static PG: OnceLock<Result<TestPg, String>> = OnceLock::new();
+
+/// The PostgreSQL cluster for this test process.
+///
+/// Uses `LITESET_TEST_PG_URL` when it is set (as `bash tests/run` does). Otherwise the first
+/// call starts a private cluster exactly as `tests/run` would (temp dir, `initdb`, loopback
+/// only, durability off; as the `postgres` user when running as root), and a watchdog process
+/// stops it and removes its directory once this process has exited, however it exits.
+///
+/// Panics if no cluster can be had; every later call panics with the same message.
+pub async fn pg() -> &'static TestPg {
+    let pg = match PG.get() {
+        Some(pg) => pg,
+        None => tokio::task::spawn_blocking(|| PG.get_or_init(TestPg::init))
+            .await
+            .expect("starting the test PostgreSQL cluster panicked"),
+    };
+    match pg {
+        Ok(pg) => pg,
+        Err(e) => panic!("no test PostgreSQL: {e}"),
+    }
+}
+
+impl TestPg {
+    fn init() -> Result<TestPg, String> {
+        if let Some(url) = std::env::var("LITESET_TEST_PG_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            return Ok(TestPg {
+                url,
+                _cluster: None,
+            });
+        }
+        let started = Instant::now();
+        let cluster = Cluster::start().map_err(|e| format!("{e:#}"))?;
+        let url = format!("postgresql://postgres@127.0.0.1:{}/postgres", cluster.port);
+        eprintln!(
+            "liteset-tests: started PostgreSQL at {url} in {} ms (set LITESET_TEST_PG_URL to use an existing one)",
+            started.elapsed().as_millis()
+        );
+        Ok(TestPg {
+            url,
+            _cluster: Some(cluster),
+        })
+    }
+}
+
+/// A throwaway cluster owned by this process. Holding `_watchdog_stdin` is what keeps it alive:
+/// the watchdog reads that pipe and, at end of file (this process exited, or the `Cluster` was
+/// dropped after a failed start), stops PostgreSQL and removes the directory.
+struct Cluster {
+    port: u16,
+    _watchdog_stdin: ChildStdin,
+}
+
+/// Run by `sh -c` with `$1` = cluster dir, `$2` = `root` or `user`, `$3` = pg_ctl.
+const WATCHDOG_SCRIPT: &str = r#"
+cat >/dev/null
+cd "$1" || exit 0
+if [ -f "$1/data/postmaster.pid" ]; then
+    if [ "$2" = root ]; then
+        runuser -u postgres -- "$3" -D "$1/data" stop -m immediate
+    else
+        "$3" -D "$1/data" stop -m immediate
+    fi
+fi >/dev/null 2>&1
+cd /
+rm -rf "$1"
+"#;
+
+impl Cluster {
+    fn start() -> anyhow::Result<Cluster> {
+        let bin = find_pg_bin()?;
+        let initdb = bin.join("initdb");
+        let pg_ctl = bin.join("pg_ctl");
+        let root = is_root()?;
+
+        // PostgreSQL refuses to run as root; the postgres user must be able to reach the dir,
+        // which is why root uses /tmp rather than $TMPDIR.
+        let parent = if root {
+            ensure_postgres_user()?;
+            PathBuf::from("/tmp")
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("liteset-pg.")
+            .tempdir_in(&parent)
+            .with_context(|| format!("creating a temp dir in {}", parent.display()))?
+            .keep();
+
+        // The watchdog comes first so that even a failed start below cleans up after itself.
+        let mut watchdog = Command::new("sh")
+            .arg("-c")
+            .arg(WATCHDOG_SCRIPT)
+            .arg("sh")
+            .arg(&dir)
+            .arg(if root { "root" } else { "user" })
+            .arg(&pg_ctl)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            // Its own process group, so a Ctrl-C aimed at the test run does not kill it before
+            // it has cleaned up.
+            .process_group(0)
+            .spawn()
+            .context("spawning the PostgreSQL watchdog (sh)")?;
+        let watchdog_stdin = watchdog.stdin.take().expect("piped stdin");
+
+        if root {
+            run(Command::new("chown").arg("postgres:").arg(&dir))?;
+        }
+        let data = dir.join("data");
+        let as_pg = |program: &Path| -> Command {
+            let mut cmd = if root {
+                let mut cmd = Command::new("runuser");
+                cmd.args(["-u", "postgres", "--"]).arg(program);
+                cmd
+            } else {
+                Command::new(program)
+            };
+            cmd.current_dir(&dir);
+            cmd
+        };
+
+        let initdb_with = |locale: &str| {
+            run(as_pg(&initdb)
+                .arg("-D")
+                .arg(&data)
+                .args(["-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"])
+                .arg(format!("--locale={locale}")))
+        };
+        if let Err(first) = initdb_with("C.UTF-8") {
+            let _ = fs::remove_dir_all(&data);
+            initdb_with("C").with_context(|| format!("initdb with --locale=C.UTF-8: {first:#}"))?;
+        }
+
+        let mut conf = OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .context("opening postgresql.conf")?;
+        write!(
+            conf,
+            "\n# liteset tests: a throwaway cluster, so durability is traded for speed.\n\
+             listen_addresses = '127.0.0.1'\n\
+             unix_socket_directories = '{}'\n\
+             fsync = off\n\
+             synchronous_commit = off\n\
+             full_page_writes = off\n\
+             max_connections = 300\n\
+             TimeZone = 'UTC'\n",
+            dir.display()
+        )
+        .context("writing postgresql.conf")?;
+        drop(conf);
+
+        // A port free now may be taken before postgres binds it, so try a few.
+        let log = dir.join("postgres.log");
+        let mut last_error = None;
+        for _ in 0..5 {
+            let port = free_port()?;
+            let started = run(as_pg(&pg_ctl)
+                .arg("-D")
+                .arg(&data)
+                .arg("-l")
+                .arg(&log)
+                .arg("-o")
+                .arg(format!("-p {port}"))
+                .args(["-w", "-t", "60", "start"]));
+            match started {
+                Ok(()) => {
+                    return Ok(Cluster {
+                        port,
+                        _watchdog_stdin: watchdog_stdin,
+                    });
+                }
+                Err(e) => last_error = Some(e),
+            }
+        }
+        let log = fs::read_to_string(&log).unwrap_or_default();
+        Err(last_error
+            .expect("at least one attempt")
+            .context(format!("pg_ctl start failed; postgres.log:\n{log}")))
+    }
+}
+
+/// Runs a command to completion; its output goes into the error when it fails. Output goes to
+/// temp files rather than pipes because `pg_ctl start` leaves a daemon behind that could keep a
+/// pipe open.
+fn run(cmd: &mut Command) -> anyhow::Result<()> {
+    let mut out = tempfile::tempfile().context("creating a temp file for command output")?;
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(out.try_clone()?)
+        .stderr(out.try_clone()?)
+        .status()
+        .with_context(|| format!("running {cmd:?}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    use std::io::{Read, Seek};
+    let mut text = String::new();
+    out.rewind()?;
+    out.read_to_string(&mut text)?;
+    bail!("{cmd:?} failed ({status}):\n{text}")
+}
+
+/// initdb and pg_ctl: from PATH, else the newest /usr/lib/postgresql/*/bin, else (as root)
+/// after installing Debian's `postgresql` package.
+fn find_pg_bin() -> anyhow::Result<PathBuf> {
+    fn look() -> Option<PathBuf> {
+        let has_both = |dir: &Path| dir.join("initdb").is_file() && dir.join("pg_ctl").is_file();
+        if let Some(path) = std::env::var_os("PATH")
+            && let Some(dir) = std::env::split_paths(&path).find(|d| has_both(d))
+        {
+            return Some(dir);
+        }
+        let mut versions: Vec<(u32, PathBuf)> = fs::read_dir("/usr/lib/postgresql")
+            .ok()?
+            .flatten()
+            .filter_map(|entry| {
+                let version = entry.file_name().to_str()?.parse::<u32>().ok()?;
+                Some((version, entry.path().join("bin")))
+            })
+            .filter(|(_, bin)| has_both(bin))
+            .collect();
+        versions.sort();
+        versions.pop().map(|(_, bin)| bin)
+    }
+    if let Some(bin) = look() {
+        return Ok(bin);
+    }
+    if !is_root()? {
+        bail!("initdb/pg_ctl not found; install PostgreSQL or set LITESET_TEST_PG_URL");
+    }
+    eprintln!("liteset-tests: initdb/pg_ctl not found; installing Debian's postgresql package");
+    run(Command::new("apt-get")
+        .args(["update", "-qq"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    run(Command::new("apt-get")
+        .args(["install", "-y", "-qq", "postgresql"])
+        .env("DEBIAN_FRONTEND", "noninteractive"))?;
+    look().context("postgresql installed, but initdb/pg_ctl still not found")
+}
+
+fn is_root() -> anyhow::Result<bool> {
+    let out = Command::new("id")
+        .arg("-u")
+        .output()
+        .context("running id -u")?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim() == "0")
+}
+
+fn ensure_postgres_user() -> anyhow::Result<()> {
+    let exists = || {
+        Command::new("id")
+            .args(["-u", "postgres"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if exists() {
+        return Ok(());
+    }
+    let created = run(Command::new("useradd").args([
+        "--system",
+        "--no-create-home",
+        "--shell",
+        "/usr/sbin/nologin",
+        "postgres",
+    ]));
+    // Another test process may have created it in the meantime.
+    if exists() { Ok(()) } else { created }
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let listener = TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(listener.local_addr()?.port())
+}
+
+/// `base` with its database (the last path segment) replaced by `database`; a query string is kept.
+fn database_url(base: &str, database: &str) -> String {
+    let (main, query) = match base.split_once('?') {
+        Some((main, query)) => (main, Some(query)),
+        None => (base, None),
+    };
+    let authority_start = main.find("://").map_or(0, |i| i + 3);
+    let path_start = main[authority_start..]
+        .find('/')
+        .map_or(main.len(), |i| authority_start + i);
+    let mut url = format!("{}/{database}", &main[..path_start]);
+    if let Some(query) = query {
+        url.push('?');
+        url.push_str(query);
+    }
+    url
+}
+
+// ---------------------------------------------------------------------------------------------
+// The liteset server
+// ---------------------------------------------------------------------------------------------
+
+/// Where a [`TestServer`] keeps its metadata.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Metadata {
+    /// The server's default: SQLite inside its data dir.
+    #[default]
+    Sqlite,
+    /// A fresh database in the [`pg`] cluster, passed as `LITESET_METADATA_URL`.
+    Postgres,
+}
+
+/// Configures and starts a [`TestServer`]; get one from [`TestServer::builder`].
+#[derive(Debug, Default)]
+pub struct TestServerBuilder {
+    metadata: Metadata,
+    /// In order; `None` removes the variable.
+    env: Vec<(String, Option<String>)>,
+    args: Vec<String>,
+    bin: Option<PathBuf>,
+}
+
+impl TestServerBuilder {
+    /// Where the server keeps its metadata (default [`Metadata::Sqlite`]).
+    pub fn metadata(mut self, metadata: Metadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Sets an environment variable for the server; overrides the harness's defaults.
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), Some(value.into())));
+        self
+    }
+
+    /// Removes an environment variable, including one the harness would set (say, to start a
+    /// server without `LITESET_ADMIN_PASSWORD`).
+    pub fn env_remove(mut self, key: impl Into<String>) -> Self {
+        self.env.push((key.into(), None));
+        self
+    }
+
+    /// Adds a command-line argument after `serve --bind 127.0.0.1:0`.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Runs this executable instead of [`liteset_bin`] (the harness's own tests use a fake).
+    pub fn bin(mut self, bin: impl Into<PathBuf>) -> Self {
+        self.bin = Some(bin.into());
+        self
+    }
+
+    /// Spawns the server and waits (up to 30 s) for its `READY http://<addr>` line.
+    ///
+    /// The child gets a fresh temp dir as working directory and `LITESET_DATA_DIR`,
+    /// [`ADMIN_PASSWORD`], [`SECRET_KEY`], and for [`Metadata::Postgres`] a fresh
+    /// `LITESET_METADATA_URL`. No other `LITESET_*` variable is inherited from the test
+    /// process, so a developer's shell cannot change what a test sees.
+    pub async fn start(self) -> anyhow::Result<TestServer> {
+        let bin = self.bin.unwrap_or_else(liteset_bin);
+        let dir = tempfile::Builder::new()
+            .prefix("liteset-test.")
+            .tempdir()
+            .context("creating the server's temp dir")?;
+        let data_dir = dir.path().join("data");
+        fs::create_dir(&data_dir).context("creating the data dir")?;
+        let stderr_path = dir.path().join("stderr.log");
+        let stderr = File::create(&stderr_path).context("creating stderr.log")?;
+
+        let metadata_url = match self.metadata {
+            Metadata::Sqlite => None,
+            Metadata::Postgres => Some(pg().await.fresh_database().await),
+        };
+
+        let mut cmd = Command::new(&bin);
+        cmd.args(["serve", "--bind", "127.0.0.1:0"])
+            .args(&self.args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(stderr);
+        for (key, _) in std::env::vars_os() {
+            if key.to_string_lossy().starts_with("LITESET_") {
+                cmd.env_remove(key);
+            }
+        }
+        cmd.env("LITESET_DATA_DIR", &data_dir)
+            .env("LITESET_ADMIN_PASSWORD", ADMIN_PASSWORD)
+            .env("LITESET_SECRET_KEY", SECRET_KEY);
+        if let Some(url) = &metadata_url {
+            cmd.env("LITESET_METADATA_URL", url);
+        }
+        for (key, value) in &self.env {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        let mut child = cmd
+            .spawn()
+            .with_context(|| format!("spawning {}", bin.display()))?;
+        let pid = child.id();
+
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stdout_buf = Arc::new(Mutex::new(String::new()));
+        let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<String>();
+        let (done_tx, done_rx) = mpsc::channel::<()>();
+        let buf = Arc::clone(&stdout_buf);
+        // A plain thread rather than a task: it must outlive whichever runtime started the
+        // server, and keeps draining so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            let mut ready_tx = Some(ready_tx);
+            let mut reader = BufReader::new(stdout);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match reader.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                let text = String::from_utf8_lossy(&line);
+                lock(&buf).push_str(&text);
+                if let Some(addr) = text.trim_end().strip_prefix("READY ")
+                    && let Some(tx) = ready_tx.take()
+                {
+                    let _ = tx.send(addr.trim().trim_end_matches('/').to_owned());
+                }
+            }
+            let _ = done_tx.send(());
+        });
+
+        let mut server = TestServer {
+            child: Some(child),
+            pid,
+            base_url: String::new(),
+            data_dir,
+            stderr_path,
+            stdout: stdout_buf,
+            stdout_done: Some(done_rx),
+            exit_status: None,
+            metadata_url,
+            _dir: dir,
+        };
+        match tokio::time::timeout(READY_TIMEOUT, ready_rx).await {
+            Ok(Ok(base_url)) => {
+                server.base_url = base_url;
+                Ok(server)
+            }
+            Ok(Err(_)) => {
+                let status = server.wait_exit(Duration::from_secs(5)).await;
+                bail!(
+                    "{} exited before printing READY ({status:?}); logs:\n{}",
+                    bin.display(),
+                    server.logs()
+                )
+            }
+            Err(_) => {
+                server.kill();
+                bail!(
+                    "{} printed no READY line within {READY_TIMEOUT:?}; logs:\n{}",
+                    bin.display(),
+                    server.logs()
+                )
+            }
+        }
+    }
+}
+
+/// A running `liteset` process listening on a loopback port. Killed when dropped; if the test
+/// is panicking, its logs are printed first.
+pub struct TestServer {
+    child: Option<Child>,
+    pid: u32,
+    base_url: String,
+    data_dir: PathBuf,
+    stderr_path: PathBuf,
+    stdout: Arc<Mutex<String>>,
+    stdout_done: Option<mpsc::Receiver<()>>,
+    exit_status: Option<ExitStatus>,
+    metadata_url: Option<String>,
+    /// Dropped last: removes the data dir and the captured stderr.
+    _dir: tempfile::TempDir,
+}
+
+impl TestServer {
+    /// A builder with the defaults: SQLite metadata, no extra env or args.
+    pub fn builder() -> TestServerBuilder {
+        TestServerBuilder::default()
+    }
+
+    /// `http://127.0.0.1:<port>`, as the server announced it (no trailing slash).
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    /// `base_url()` joined with `path` (a leading `/` is added when missing).
+    pub fn url(&self, path: &str) -> String {
+        if path.starts_with('/') {
+            format!("{}{path}", self.base_url)
+        } else {
+            format!("{}/{path}", self.base_url)
+        }
+    }
+
+    /// A new HTTP client with its own cookie store that does not follow redirects, so tests
+    /// see the 30x responses themselves.
+    pub fn client(&self) -> reqwest::Client {
+        reqwest::Client::builder()
+            .cookie_store(true)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("building a reqwest client")
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// The server's `LITESET_DATA_DIR` (empty at start, removed when the server is dropped).
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The `LITESET_METADATA_URL` it was given, for [`Metadata::Postgres`].
+    pub fn metadata_url(&self) -> Option<&str> {
+        self.metadata_url.as_deref()
+    }
+
+    /// Everything the server wrote so far: stdout, then stderr. Complete after [`Self::stop`].
+    pub fn logs(&self) -> String {
+        let mut logs = lock(&self.stdout).clone();
+        if let Ok(stderr) = fs::read(&self.stderr_path) {
+            logs.push_str(&String::from_utf8_lossy(&stderr));
+        }
+        logs
+    }
+
+    /// Sends SIGTERM and waits (up to 15 s) for the server to exit; returns its exit status.
+    /// If it does not exit in time it is killed and this fails. Calling it again returns the
+    /// same status.
+    pub async fn stop(&mut self) -> anyhow::Result<ExitStatus> {
+        if let Some(status) = self.exit_status {
+            return Ok(status);
+        }
+        // `kill` fails only if the process is already gone; wait_exit collects its status then.
+        Command::new("kill")
+            .args(["-TERM", &self.pid.to_string()])
+            .stderr(Stdio::null())
+            .status()
+            .context("running kill -TERM")?;
+        match self.wait_exit(STOP_TIMEOUT).await {
+            Some(status) => Ok(status),
+            None => {
+                self.kill();
+                bail!(
+                    "server (pid {}) did not exit within {STOP_TIMEOUT:?} of SIGTERM; logs:\n{}",
+                    self.pid,
+                    self.logs()
+                )
+            }
+        }
+    }
+
+    /// Polls for exit up to `timeout`; on exit also waits briefly for stdout to be drained.
+    async fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            let child = self.child.as_mut()?;
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                _ => return None,
+            }
+        };
+        self.child = None;
+        self.exit_status = Some(status);
+        self.wait_stdout_drained(Duration::from_secs(2));
+        Some(status)
+    }
+
+    fn wait_stdout_drained(&mut self, timeout: Duration) {
+        if let Some(done) = self.stdout_done.take() {
+            let _ = done.recv_timeout(timeout);
+        }
+    }
+
+    /// SIGKILL and reap, if still running.
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            if let Ok(status) = child.wait() {
+                self.exit_status = Some(status);
+            }
+            self.wait_stdout_drained(Duration::from_secs(2));
+        }
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        self.kill();
+        if std::thread::panicking() {
+            eprintln!(
+                "----- liteset server logs (pid {}, {}) -----\n{}\n----- end of server logs -----",
+                self.pid,
+                self.base_url,
+                self.logs()
+            );
+        }
+    }
+}
+
+/// The `liteset` binary: `LITESET_BIN` if set, else `liteset` in the cargo target dir this test
+/// executable was built into (`target/<profile>/deps/<test>` → `target/<profile>/liteset`).
+///
+/// Panics when it does not exist: `cargo test` does not build binaries for another package's
+/// integration tests, so it has to be built first.
+pub fn liteset_bin() -> PathBuf {
+    if let Some(bin) = std::env::var_os("LITESET_BIN").filter(|b| !b.is_empty()) {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    let mut dir = exe.parent().expect("test executable has a parent dir");
+    if dir.ends_with("deps") {
+        dir = dir.parent().expect("deps has a parent dir");
+    }
+    let bin = dir.join(format!("liteset{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        bin.is_file(),
+        "liteset binary not found at {}: run `cargo build -p liteset` first or use `bash tests/run` \
+         (or set LITESET_BIN)",
+        bin.display()
+    );
+    bin
+}
+
+fn lock(buf: &Mutex<String>) -> std::sync::MutexGuard<'_, String> {
+    buf.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Logs in with `POST /api/v1/security/login` (`provider: db`, `refresh: true`) and returns the
+/// JSON body (`access_token`, `refresh_token`). Panics unless the server answers 2xx with JSON.
+pub async fn login(
+    client: &reqwest::Client,
+    base: &str,
+    username: &str,
+    password: &str,
+) -> serde_json::Value {
+    let url = format!("{}/api/v1/security/login", base.trim_end_matches('/'));
+    let body = serde_json::json!({
+        "username": username,
+        "password": password,
+        "provider": "db",
+        "refresh": true,
+    });
+    let response = client
+        .post(&url)
+        .json(&body)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"));
+    json_body(response, &format!("POST {url} as {username}")).await
+}
+
+/// Fetches a CSRF token with `GET /api/v1/security/csrf_token/` and the bearer `access_token`;
+/// returns its `result`. Panics unless the server answers 2xx with a string `result`.
+pub async fn csrf(client: &reqwest::Client, base: &str, access_token: &str) -> String {
+    let url = format!("{}/api/v1/security/csrf_token/", base.trim_end_matches('/'));
+    let response = client
+        .get(&url)
+        .bearer_auth(access_token)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("GET {url}: {e}"));
+    let body = json_body(response, &format!("GET {url}")).await;
+    match body["result"].as_str() {
+        Some(token) => token.to_owned(),
+        None => panic!("GET {url}: no string `result` in {body}"),
+    }
+}
+
+async fn json_body(response: reqwest::Response, what: &str) -> serde_json::Value {
+    let status = response.status();
+    let text = response
+        .text()
+        .await
+        .unwrap_or_else(|e| panic!("{what}: reading body: {e}"));
+    assert!(status.is_success(), "{what}: {status}: {text}");
+    serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{what}: {status}, not JSON ({e}): {text}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Both metadata backends
+// ---------------------------------------------------------------------------------------------
+
+/// Writes each test body once and runs it on both metadata backends.
+///
+/// Each `async fn name(meta: Metadata) [-> T] { … }` becomes a plain async fn plus two
+/// `#[tokio::test]`s, `name_sqlite` and `name_postgres`, that call it with [`Metadata::Sqlite`]
+/// and [`Metadata::Postgres`]. Attributes written above the body (`#[ignore]`, doc comments)
+/// go on both tests. The calling crate needs `tokio` as a dependency. See the crate docs for
+/// an example.
+#[macro_export]
+macro_rules! both_backends {
+    ($(
+        $(#[$attr:meta])*
+        async fn $name:ident($meta:ident : $meta_ty:ty) $(-> $ret:ty)? $body:block
+    )*) => {
+        $(
+            async fn $name($meta: $meta_ty) $(-> $ret)? $body
+
+            $crate::__paste::paste! {
+                $(#[$attr])*
+                #[tokio::test]
+                async fn [<$name _sqlite>]() $(-> $ret)? {
+                    $name($crate::Metadata::Sqlite).await
+                }
+
+                $(#[$attr])*
+                #[tokio::test]
+                async fn [<$name _postgres>]() $(-> $ret)? {
+                    $name($crate::Metadata::Postgres).await
+                }
+            }
+        )*
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::database_url;
+
+    #[test]
+    fn database_url_replaces_the_database() {
+        assert_eq!(
+            database_url("postgresql://postgres@127.0.0.1:5432/postgres", "t_1"),
+            "postgresql://postgres@127.0.0.1:5432/t_1"
+        );
+    }
+
+    #[test]
+    fn database_url_keeps_the_query_string() {
+        assert_eq!(
+            database_url("postgres://u:p@h:1/db?sslmode=disable", "t_2"),
+            "postgres://u:p@h:1/t_2?sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn database_url_adds_a_missing_database() {
+        assert_eq!(
+            database_url("postgresql://h:1", "t_3"),
+            "postgresql://h:1/t_3"
+        );
+    }
+}
