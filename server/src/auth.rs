@@ -271,10 +271,10 @@ impl AuthService {
         session: Option<&SessionData>,
         authorization: Option<&str>,
     ) -> Principal {
-        if let Some(uid) = session.and_then(|s| s.uid) {
-            if let Ok(user) = self.load_user(uid).await {
-                return Principal::User(user);
-            }
+        if let Some(uid) = session.and_then(|s| s.uid)
+            && let Ok(user) = self.load_user(uid).await
+        {
+            return Principal::User(user);
         }
         let result = async {
             let Some(token) = bearer_token(authorization)? else {

@@ -268,10 +268,10 @@ impl Config {
                 );
             }
         }
-        if let Some(key) = &self.secret_key {
-            if key.expose().len() < 32 {
-                problems.push("secret_key: must be at least 32 characters".into());
-            }
+        if let Some(key) = &self.secret_key
+            && key.expose().len() < 32
+        {
+            problems.push("secret_key: must be at least 32 characters".into());
         }
         let a = &self.auth;
         for (name, v) in [
@@ -285,15 +285,14 @@ impl Config {
                 problems.push(format!("{name}: must be greater than 0"));
             }
         }
-        if let Some(role) = &a.public_role_like {
-            if !crate::auth::catalog::builtin_roles(None)
+        if let Some(role) = &a.public_role_like
+            && !crate::auth::catalog::builtin_roles(None)
                 .iter()
                 .any(|(name, _)| name == role)
-            {
-                problems.push(format!(
-                    "auth.public_role_like: {role:?} is not a built-in role"
-                ));
-            }
+        {
+            problems.push(format!(
+                "auth.public_role_like: {role:?} is not a built-in role"
+            ));
         }
         if self.http.max_body_bytes < 1024 {
             problems.push("http.max_body_bytes: must be at least 1024".into());

@@ -69,14 +69,14 @@ fn main() -> ExitCode {
         data_dir: cli.data_dir.clone(),
         log_format: cli.log_format,
     };
-    if let Some(path) = &cli.config {
-        if !path.is_file() {
-            eprintln!(
-                "invalid configuration: config file {} does not exist",
-                path.display()
-            );
-            return ExitCode::from(2);
-        }
+    if let Some(path) = &cli.config
+        && !path.is_file()
+    {
+        eprintln!(
+            "invalid configuration: config file {} does not exist",
+            path.display()
+        );
+        return ExitCode::from(2);
     }
     let config = match Config::load(cli.config.as_deref(), &overrides) {
         Ok(c) => c,

@@ -10,8 +10,11 @@ const DEFAULT_FILTER: &str = "info,tokio_postgres=warn,hyper=warn,poem=warn,rust
 /// Installs the global subscriber writing to stderr (stdout is kept for the `READY` line and
 /// one-time notices). Calling it twice is harmless.
 pub fn init(format: LogFormat) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER))
+        // tokio-postgres logs bound parameters at debug level, and parameters can be password
+        // hashes or sealed credentials; no RUST_LOG setting may turn that on.
+        .add_directive("tokio_postgres=info".parse().expect("static directive"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -159,6 +159,7 @@ struct Cluster {
 /// Run by `sh -c` with `$1` = cluster dir, `$2` = `root` or `user`, `$3` = pg_ctl.
 const WATCHDOG_SCRIPT: &str = r#"
 cat >/dev/null
+PATH="$PATH:/usr/sbin:/sbin"
 cd "$1" || exit 0
 if [ -f "$1/data/postmaster.pid" ]; then
     if [ "$2" = root ]; then
@@ -216,7 +217,7 @@ impl Cluster {
         let data = dir.join("data");
         let as_pg = |program: &Path| -> Command {
             let mut cmd = if root {
-                let mut cmd = Command::new("runuser");
+                let mut cmd = Command::new(sbin("runuser"));
                 cmd.args(["-u", "postgres", "--"]).arg(program);
                 cmd
             } else {
@@ -346,6 +347,16 @@ fn find_pg_bin() -> anyhow::Result<PathBuf> {
     look().context("postgresql installed, but initdb/pg_ctl still not found")
 }
 
+/// `name` from PATH, else from the sbin dirs a non-login root shell may lack on its PATH.
+fn sbin(name: &str) -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/local/sbin", "/usr/sbin", "/sbin"].map(PathBuf::from))
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| PathBuf::from(name))
+}
+
 fn is_root() -> anyhow::Result<bool> {
     let out = Command::new("id")
         .arg("-u")
@@ -366,7 +377,7 @@ fn ensure_postgres_user() -> anyhow::Result<()> {
     if exists() {
         return Ok(());
     }
-    let created = run(Command::new("useradd").args([
+    let created = run(Command::new(sbin("useradd")).args([
         "--system",
         "--no-create-home",
         "--shell",

@@ -159,19 +159,44 @@ fn not_json() -> ApiError {
     ApiError::bad_request("Request payload is not JSON")
 }
 
+/// Most bytes of a refused body that are read and discarded so the client, still sending,
+/// receives the 400 instead of a broken pipe. Beyond this the connection is simply closed.
+const DRAIN_CAP_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Reads and discards up to [`DRAIN_CAP_BYTES`] of a body, never holding it in memory.
+pub async fn drain(body: poem::Body) {
+    let mut reader = tokio::io::AsyncReadExt::take(body.into_async_read(), DRAIN_CAP_BYTES);
+    let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
+}
+
 /// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read.
 pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    body.into_bytes_limit(limit).await.map_err(|e| match e {
-        poem::error::ReadBodyError::PayloadTooLarge => {
-            ApiError::bad_request(format!("Request payload is larger than {limit} bytes"))
-        }
-        other => ApiError::bad_request(format!("Cannot read the request body: {other}")),
-    })
+    use tokio::io::AsyncReadExt;
+    let too_large =
+        || ApiError::bad_request(format!("Request payload is larger than {limit} bytes"));
+    let mut reader = body.into_async_read();
+    let mut buf = Vec::new();
+    (&mut reader)
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .await
+        .map_err(|e| ApiError::bad_request(format!("Cannot read the request body: {e}")))?;
+    if buf.len() as u64 > limit {
+        let _ = tokio::io::copy(&mut reader.take(DRAIN_CAP_BYTES), &mut tokio::io::sink()).await;
+        return Err(too_large());
+    }
+    Ok(bytes::Bytes::from(buf))
 }
 
 /// Deserialises `value` into `T`, turning serde's error into a FAB validation body.
 pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    // Every request body is a JSON object; serde would otherwise accept an array for a struct.
+    if !value.is_object() {
+        return Err(ApiError::fields(
+            StatusCode::BAD_REQUEST,
+            json!({"_schema": ["Invalid input type."]}),
+        ));
+    }
     serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner().to_string();

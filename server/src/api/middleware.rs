@@ -85,6 +85,8 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<R
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit) {
         tracing::info!(message = "Refused an oversized body.", declared, limit);
+        let mut req = req;
+        extract::drain(req.take_body()).await;
         return Err(
             ApiError::bad_request(format!("Request payload is larger than {limit} bytes")).into(),
         );

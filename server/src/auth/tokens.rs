@@ -31,6 +31,7 @@ pub struct Claims {
     #[serde(rename = "type")]
     pub token_type: TokenType,
     /// The user id as a string (PyJWT ≥ 2.10 refuses integers).
+    #[serde(default)]
     pub sub: serde_json::Value,
     /// Not before (epoch seconds).
     pub nbf: i64,
@@ -90,7 +91,9 @@ impl TokenKeys {
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
         validation.validate_nbf = true;
-        validation.set_required_spec_claims(&["exp", "sub"]);
+        // `sub` is checked below: PyJWT refuses a non-string subject with its own message,
+        // which jsonwebtoken would report as a missing claim.
+        validation.set_required_spec_claims(&["exp"]);
         let data = jsonwebtoken::decode::<Claims>(token, &self.decoding, &validation)
             .map_err(|e| token_error(e.kind(), token))?;
         let claims = data.claims;
@@ -104,11 +107,20 @@ impl TokenKeys {
                 .into(),
             });
         }
-        let Some(sub) = claims.sub.as_str() else {
-            return Err(Error::Token {
-                status: 422,
-                msg: "Subject must be a string".into(),
-            });
+        let sub = match &claims.sub {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Null => {
+                return Err(Error::Token {
+                    status: 422,
+                    msg: "Missing claim: sub".into(),
+                });
+            }
+            _ => {
+                return Err(Error::Token {
+                    status: 422,
+                    msg: "Subject must be a string".into(),
+                });
+            }
         };
         sub.parse::<i64>().map_err(|_| Error::UserNotLoaded {
             id: sub.chars().take(64).collect(),

@@ -299,18 +299,16 @@ impl ManageConnection for SqliteManager {
 /// for each statement.
 type SqliteConn = Arc<Mutex<PooledConnection<'static, SqliteManager>>>;
 
-fn sqlite_run<T: Send + 'static>(
+async fn sqlite_run<T: Send + 'static>(
     conn: SqliteConn,
     f: impl FnOnce(&rusqlite::Connection) -> rusqlite::Result<T> + Send + 'static,
-) -> impl Future<Output = Result<T>> + Send {
-    async move {
-        tokio::task::spawn_blocking(move || {
-            let guard = conn.lock().map_err(|_| Error::Poisoned)?;
-            f(&guard).map_err(Error::from)
-        })
-        .await
-        .map_err(|e| Error::Task(e.to_string()))?
-    }
+) -> Result<T> {
+    tokio::task::spawn_blocking(move || {
+        let guard = conn.lock().map_err(|_| Error::Poisoned)?;
+        f(&guard).map_err(Error::from)
+    })
+    .await
+    .map_err(|e| Error::Task(e.to_string()))?
 }
 
 fn sqlite_bind(stmt: &mut rusqlite::Statement<'_>, params: &[Value]) -> rusqlite::Result<()> {
@@ -466,7 +464,16 @@ fn pg_row(columns: &Arc<[String]>, row: &tokio_postgres::Row) -> Result<Row> {
             Type::UUID => row
                 .try_get::<_, Option<uuid::Uuid>>(i)?
                 .map(|u| Value::Text(u.to_string())),
-            _ => row.try_get::<_, Option<String>>(i)?.map(Value::Text),
+            Type::VOID => None,
+            Type::TEXT | Type::VARCHAR | Type::BPCHAR | Type::NAME | Type::UNKNOWN => {
+                row.try_get::<_, Option<String>>(i)?.map(Value::Text)
+            }
+            ref other => {
+                return Err(Error::Decode {
+                    column: col.name().to_owned(),
+                    message: format!("unsupported PostgreSQL type {other}"),
+                });
+            }
         };
         values.push(v.unwrap_or(Value::Null));
     }
@@ -663,10 +670,10 @@ impl Drop for Tx {
         // so roll back before the connection goes back to the pool.
         match self.inner.take() {
             Some(TxInner::Sqlite(conn)) => {
-                if let Ok(guard) = conn.lock() {
-                    if !guard.is_autocommit() {
-                        let _ = guard.execute_batch("ROLLBACK");
-                    }
+                if let Ok(guard) = conn.lock()
+                    && !guard.is_autocommit()
+                {
+                    let _ = guard.execute_batch("ROLLBACK");
                 }
             }
             Some(TxInner::Postgres(conn)) => {

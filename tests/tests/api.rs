@@ -1,0 +1,184 @@
+//! The HTTP contract around every endpoint: health probes, the OpenAPI document and Swagger
+//! UI, trailing slashes, and Superset's envelopes for malformed and hostile input.
+
+use std::time::Instant;
+
+use liteset_tests::{ADMIN_PASSWORD, Metadata, TestServer, both_backends, csrf, login};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+async fn status_json(resp: reqwest::Response) -> (StatusCode, Value) {
+    let status = resp.status();
+    let text = resp.text().await.expect("body");
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| json!({ "raw": text }));
+    (status, json)
+}
+
+#[tokio::test]
+async fn health_probes_answer_ok_right_after_start() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let server = TestServer::builder().start().await?;
+    let c = server.client();
+    let first = c.get(server.url("/health")).send().await?;
+    let elapsed = started.elapsed();
+    assert_eq!(first.status(), StatusCode::OK);
+    assert_eq!(first.text().await?, "OK");
+    // Reported, not asserted tightly: timing belongs to benchmarks. The bound only catches a
+    // start-up that hangs.
+    println!("process start to first /health answer: {elapsed:?}");
+    assert!(elapsed.as_secs() < 30, "start-up took {elapsed:?}");
+    for path in ["/healthcheck", "/ping", "/health/"] {
+        let resp = c.get(server.url(path)).send().await?;
+        assert_eq!(resp.status(), StatusCode::OK, "{path}");
+        assert_eq!(resp.text().await?, "OK");
+    }
+    Ok(())
+}
+
+#[tokio::test]
+async fn openapi_document_lists_every_endpoint_with_error_responses() -> anyhow::Result<()> {
+    let server = TestServer::builder().start().await?;
+    let c = server.client();
+    let resp = c.get(server.url("/api/v1/_openapi")).send().await?;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let doc: Value = resp.json().await?;
+    assert!(
+        doc["openapi"].as_str().is_some_and(|v| v.starts_with("3.")),
+        "{}",
+        doc["openapi"]
+    );
+    let paths = doc["paths"].as_object().expect("paths");
+    for p in [
+        "/api/v1/security/login",
+        "/api/v1/security/refresh",
+        "/api/v1/security/csrf_token",
+        "/api/v1/me",
+        "/api/v1/me/roles",
+        "/login",
+        "/logout",
+        "/health",
+        "/healthcheck",
+        "/ping",
+    ] {
+        assert!(
+            paths.contains_key(p),
+            "{p} missing from the OpenAPI document"
+        );
+    }
+    // Every JSON API operation documents Superset's error responses.
+    for (path, item) in paths.iter().filter(|(p, _)| p.starts_with("/api/v1/")) {
+        for (method, op) in item.as_object().expect("path item") {
+            let responses = op["responses"].as_object().expect("responses");
+            for code in ["400", "401", "403", "404", "422", "500"] {
+                assert!(responses.contains_key(code), "{method} {path} lacks {code}");
+            }
+        }
+    }
+    let schemes = doc["components"]["securitySchemes"]
+        .as_object()
+        .expect("security schemes");
+    assert!(schemes.contains_key("jwt") && schemes.contains_key("session"));
+
+    // Formal validation with the reference validator (installed by tests/run).
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("openapi.json");
+    std::fs::write(&file, serde_json::to_vec(&doc)?)?;
+    let python = std::env::var("LITESET_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    let out = std::process::Command::new(&python)
+        .args(["-m", "openapi_spec_validator"])
+        .arg(&file)
+        .output()
+        .map_err(|e| anyhow::anyhow!("cannot run {python}: {e}"))?;
+    assert!(
+        out.status.success(),
+        "openapi-spec-validator rejected the document (run via `bash tests/run`, which installs it):\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // Swagger UI loads and points at the document.
+    let ui = c.get(server.url("/swagger/v1")).send().await?;
+    assert_eq!(ui.status(), StatusCode::OK);
+    let html = ui.text().await?;
+    assert!(
+        html.contains("swagger-ui") && html.contains("SwaggerUIBundle"),
+        "not a Swagger UI page"
+    );
+    Ok(())
+}
+
+both_backends! {
+    async fn malformed_bodies_get_400_in_superset_envelopes(meta: Metadata) -> anyhow::Result<()> {
+        let server = TestServer::builder().metadata(meta).start().await?;
+        let c = server.client();
+        let url = server.url("/api/v1/security/login");
+        let post = |body: reqwest::Body, ct: &'static str| c.post(&url).header("content-type", ct).body(body).send();
+
+        let (s, b) = status_json(post("not json".into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": "Request payload is not JSON"})));
+        let (s, b) = status_json(post("{\"username\":\"admin\"}".into(), "text/plain").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": "Request payload is not JSON"})));
+        let (s, b) = status_json(post("{}".into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": {"username": ["Missing data for required field."]}})));
+        let (s, b) = status_json(post(r#"{"username":"admin","password":["x"],"provider":"db"}"#.into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": {"password": ["Not a valid string."]}})));
+        let (s, b) = status_json(post(r#"{"username":"","password":"x","provider":"db"}"#.into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": {"username": ["Shorter than minimum length 1."]}})));
+        let (s, b) = status_json(post(r#"{"username":"a","password":"x","provider":"oauth"}"#.into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": {"provider": ["Must be one of: db, ldap."]}})));
+        let (s, b) = status_json(post(r#"{"username":"a","password":"x","provider":"ldap"}"#.into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": "Alternative authentication provider is not allowed"})));
+        let (s, b) = status_json(post("[1,2,3]".into(), "application/json").await?).await;
+        assert_eq!((s, b), (StatusCode::BAD_REQUEST, json!({"message": {"_schema": ["Invalid input type."]}})));
+
+        // 10 MB: refused by its declared length, and without one (chunked) while reading.
+        let big = format!("{{\"username\":\"{}\",\"password\":\"x\",\"provider\":\"db\"}}", "a".repeat(10 * 1024 * 1024));
+        let (s, b) = status_json(post(big.clone().into(), "application/json").await?).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(b["message"].as_str().is_some_and(|m| m.contains("larger than")), "{b}");
+        let stream = futures_stream(big.into_bytes());
+        let (s, b) = status_json(post(reqwest::Body::wrap_stream(stream), "application/json").await?).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(b["message"].as_str().is_some_and(|m| m.contains("larger than")), "{b}");
+
+        // Deeply nested JSON does not overflow the stack.
+        let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let (s, _) = status_json(post(nested.into(), "application/json").await?).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+
+        // Unknown routes and methods get FAB bodies; the server still serves afterwards.
+        let (s, b) = status_json(c.get(server.url("/api/v1/no/such/thing")).send().await?).await;
+        assert_eq!((s, b), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
+        let (s, b) = status_json(c.delete(server.url("/api/v1/security/login")).send().await?).await;
+        assert_eq!((s, b), (StatusCode::METHOD_NOT_ALLOWED, json!({"message": "The method is not allowed for the requested URL."})));
+        let tokens = login(&c, server.base_url(), "admin", ADMIN_PASSWORD).await;
+        assert!(tokens["access_token"].is_string());
+        Ok(())
+    }
+
+    async fn trailing_slash_variants_reach_the_same_endpoint(meta: Metadata) -> anyhow::Result<()> {
+        let server = TestServer::builder().metadata(meta).start().await?;
+        let c = server.client();
+        let tokens = login(&c, server.base_url(), "admin", ADMIN_PASSWORD).await;
+        let access = tokens["access_token"].as_str().expect("token");
+        for path in ["/api/v1/me", "/api/v1/me/", "/api/v1/me/roles", "/api/v1/me/roles/", "/api/v1/security/csrf_token"] {
+            let s = c.get(server.url(path)).bearer_auth(access).send().await?.status();
+            assert_eq!(s, StatusCode::OK, "{path}");
+        }
+        let s = c.post(server.url("/api/v1/security/login/"))
+            .json(&json!({"username": "admin", "password": ADMIN_PASSWORD, "provider": "db"})).send().await?.status();
+        assert_eq!(s, StatusCode::OK, "POST with a trailing slash is served, not redirected");
+        let token = csrf(&c, server.base_url(), access).await;
+        assert!(!token.is_empty());
+        Ok(())
+    }
+}
+
+/// A body with no Content-Length, delivered in chunks.
+fn futures_stream(
+    data: Vec<u8>,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        data.chunks(64 * 1024).map(|c| Ok(c.to_vec())).collect();
+    futures_util::stream::iter(chunks)
+}
