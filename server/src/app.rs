@@ -115,11 +115,15 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     let grace = Duration::from_secs(config.http.shutdown_grace_secs);
     let bind = config.bind_addr();
     let state = state(config).await?;
+    let lock = state.store.bootstrap_lock().await?;
     let applied = state.store.migrate().await?;
     if !applied.is_empty() || !state.store.role_has_any_permissions(catalog::ADMIN).await? {
         state.auth.sync_roles().await?;
     }
     ensure_admin(&state).await?;
+    if let Some(lock) = lock {
+        lock.commit().await?;
+    }
 
     let acceptor = TcpListener::bind(bind).into_acceptor().await?;
     let local = acceptor

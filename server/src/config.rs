@@ -171,9 +171,9 @@ impl Default for Config {
 /// Configuration could not be loaded; `liteset` exits with code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// A layer had a bad or unknown key; figment's message names the key and its source.
-    #[error("invalid configuration: {0}")]
-    Load(Box<figment::Error>),
+    /// A layer had a bad or unknown key; one line per problem names the key and its source.
+    #[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
+    Load(Vec<String>),
     /// Values parsed but do not make sense together.
     #[error("invalid configuration:\n  - {}", .0.join("\n  - "))]
     Invalid(Vec<String>),
@@ -221,7 +221,7 @@ impl Config {
         fig = fig
             .merge(env)
             .merge(Serialized::defaults(overrides.clone()));
-        let config: Config = fig.extract().map_err(|e| ConfigError::Load(Box::new(e)))?;
+        let config: Config = fig.extract().map_err(describe)?;
         config.validate()?;
         Ok(config)
     }
@@ -339,6 +339,34 @@ impl Config {
     pub fn redacted_toml(&self) -> String {
         toml::to_string_pretty(self).unwrap_or_else(|e| format!("# cannot render: {e}"))
     }
+}
+
+/// One line per figment problem: the dotted key, what is wrong, and where the value came from
+/// (the environment variable's own name, or the file's path).
+fn describe(err: figment::Error) -> ConfigError {
+    let lines = err
+        .into_iter()
+        .map(|e| {
+            let key = e.path.join(".").to_lowercase();
+            let source = match &e.metadata {
+                Some(md) => match &md.source {
+                    Some(figment::Source::File(path)) => format!("file {}", path.display()),
+                    _ if md.name.contains("environment") => format!(
+                        "environment variable LITESET_{}",
+                        e.path.join("__").to_uppercase()
+                    ),
+                    _ => md.name.to_string(),
+                },
+                None => "defaults".into(),
+            };
+            if key.is_empty() {
+                format!("{} (from {source})", e.kind)
+            } else {
+                format!("{key}: {} (from {source})", e.kind)
+            }
+        })
+        .collect();
+    ConfigError::Load(lines)
 }
 
 fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {

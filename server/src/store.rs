@@ -166,6 +166,25 @@ impl Store {
         migrations::migrate(&self.db).await
     }
 
+    /// Serialises first-start work (migrations, role sync, the first admin) across replicas
+    /// that share a PostgreSQL metadata database: the returned transaction holds an advisory
+    /// lock until it is committed or dropped. SQLite metadata belongs to one process, so there
+    /// is nothing to serialise and `None` is returned.
+    pub async fn bootstrap_lock(&self) -> Result<Option<Tx>> {
+        match self.backend() {
+            Backend::Sqlite => Ok(None),
+            Backend::Postgres => {
+                let tx = self.db.begin().await?;
+                tx.execute(
+                    "SELECT pg_advisory_xact_lock($1)",
+                    crate::params![migrations::PG_BOOTSTRAP_LOCK],
+                )
+                .await?;
+                Ok(Some(tx))
+            }
+        }
+    }
+
     /// Cheap liveness probe of the store.
     pub async fn ping(&self) -> Result<()> {
         self.db.query("SELECT 1 AS one", vec![]).await.map(|_| ())

@@ -37,8 +37,9 @@ pub const MIGRATIONS: &[Migration] = &[
     },
 ];
 
-/// Arbitrary constant naming Liteset's migration lock among other advisory-lock users.
+/// Arbitrary constants naming Liteset's advisory locks among other advisory-lock users.
 const PG_MIGRATION_LOCK: i64 = 0x004c_6974_6573_6574;
+pub(super) const PG_BOOTSTRAP_LOCK: i64 = 0x004c_6974_6573_6575;
 
 fn render(sql: &str, backend: Backend) -> String {
     let (id, blob) = match backend {
