@@ -65,5 +65,8 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
         .around(middleware::limit_body)
         .around(middleware::strip_trailing_slash)
         .around(move |ep, req| middleware::with_state(ep, req, state.clone()))
+        // A bug that panics in a handler answers 500 "Fatal error" and is logged; the
+        // connection and the process live on.
+        .with(poem::middleware::CatchPanic::new().with_handler(middleware::panic_response))
         .around(middleware::trace)
 }

@@ -176,6 +176,15 @@ both_backends! {
         let gamma = roles["result"]["roles"]["Gamma"].as_array().expect("Gamma");
         assert!(!gamma.contains(&json!(["can_grant_guest_token", "SecurityRestApi"])));
         assert!(gamma.contains(&json!(["can_read", "Dashboard"])));
+        let (s, _) = status_json(c.get(server.url("/api/v1/security/csrf_token/")).bearer_auth(access).send().await?).await;
+        assert_eq!(s, StatusCode::OK, "Gamma holds can_read on SecurityRestApi");
+
+        // A user without roles is authenticated but forbidden: FAB's 403 body.
+        plant_user(&server, "roleless", SCRYPT_HASH, true, &[]).await;
+        let tokens = login(&c, server.base_url(), "roleless", "superset-pw").await;
+        let access = tokens["access_token"].as_str().expect("token");
+        let (s, b) = status_json(c.get(server.url("/api/v1/security/csrf_token/")).bearer_auth(access).send().await?).await;
+        assert_eq!((s, b), (StatusCode::FORBIDDEN, json!({"message": "Forbidden"})));
         Ok(())
     }
 

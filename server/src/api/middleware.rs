@@ -173,6 +173,16 @@ pub async fn csrf<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Res
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
+/// The response for a panicked handler: Superset's 500 body, with the panic message logged.
+pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into());
+    ApiError::internal(&format!("handler panicked: {text}")).into_response()
+}
+
 /// Attaches the shared state for extractors.
 pub async fn with_state<E: Endpoint>(
     ep: Arc<E>,
