@@ -803,6 +803,15 @@ pub async fn csrf(client: &reqwest::Client, base: &str, access_token: &str) -> S
     }
 }
 
+/// Status and JSON body of a response; a body that is not JSON comes back as `{"raw": text}`
+/// so assertions on error envelopes show what the server actually said.
+pub async fn status_json(resp: reqwest::Response) -> (reqwest::StatusCode, serde_json::Value) {
+    let status = resp.status();
+    let text = resp.text().await.unwrap_or_default();
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| serde_json::json!({ "raw": text }));
+    (status, json)
+}
+
 async fn json_body(response: reqwest::Response, what: &str) -> serde_json::Value {
     let status = response.status();
     let text = response

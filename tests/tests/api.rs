@@ -3,16 +3,11 @@
 
 use std::time::Instant;
 
-use liteset_tests::{ADMIN_PASSWORD, Metadata, TestServer, both_backends, csrf, login};
+use liteset_tests::{
+    ADMIN_PASSWORD, Metadata, TestServer, both_backends, csrf, login, status_json,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-async fn status_json(resp: reqwest::Response) -> (StatusCode, Value) {
-    let status = resp.status();
-    let text = resp.text().await.expect("body");
-    let json = serde_json::from_str(&text).unwrap_or_else(|_| json!({ "raw": text }));
-    (status, json)
-}
 
 #[tokio::test]
 async fn health_probes_answer_ok_right_after_start() -> anyhow::Result<()> {

@@ -4,7 +4,9 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use liteset::store::{Location, NewUser, Store};
-use liteset_tests::{ADMIN_PASSWORD, Metadata, SECRET_KEY, TestServer, both_backends, csrf, login};
+use liteset_tests::{
+    ADMIN_PASSWORD, Metadata, SECRET_KEY, TestServer, both_backends, csrf, login, status_json,
+};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -12,13 +14,6 @@ use serde_json::{Value, json};
 /// Python's hashlib exactly as werkzeug 3 does (Superset's `ab_user.password` formats).
 const SCRYPT_HASH: &str = "scrypt:32768:8:1$Zq3xW8pLk2NvB7tY$87416acc992e3dbdbfd3001acbb0a785dd99105a245c30cd37b10fae2ceef2e15b4076171a0ff4bd58b08eff22af62bcd387e255890baf93c800bff841656203";
 const PBKDF2_HASH: &str = "pbkdf2:sha256:600000$Hk9sPq2LmN4vX7cR$c4e0545a06f3d0fd701c8ccdc2eef29cf5985f64eff1391e90034aab8804b215";
-
-async fn status_json(resp: reqwest::Response) -> (StatusCode, Value) {
-    let status = resp.status();
-    let text = resp.text().await.expect("body");
-    let json = serde_json::from_str(&text).unwrap_or_else(|_| json!({ "raw": text }));
-    (status, json)
-}
 
 /// Opens the server's own metadata store to plant users the way a migration from Superset
 /// would leave them.
