@@ -7,5 +7,6 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod config;
+pub mod seal;
 pub mod store;
 pub mod telemetry;
