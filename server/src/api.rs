@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod extract;
+pub mod listquery;
 mod me;
 mod middleware;
 mod security;
