@@ -10,3 +10,4 @@ pub mod config;
 pub mod seal;
 pub mod store;
 pub mod telemetry;
+pub mod uri;

@@ -1,0 +1,305 @@
+//! `sqlalchemy_uri` parsing for the analytical databases Liteset can run queries on.
+//!
+//! Superset clients send SQLAlchemy URLs (`postgresql+psycopg2://user:pass@host/db`); this module
+//! turns one into a typed [`ConnectionUri`] for a supported engine and renders it back with the
+//! password masked as Superset does (`XXXXXXXXXX`). It must not open connections or log.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// What Superset shows instead of a password.
+pub const PASSWORD_MASK: &str = "XXXXXXXXXX";
+
+/// Engines with a native driver in Liteset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// PostgreSQL through bb8-postgres.
+    Postgres,
+    /// A local SQLite file (the embedded examples).
+    Sqlite,
+}
+
+impl Engine {
+    /// Superset's `backend` name for the engine.
+    pub fn backend(self) -> &'static str {
+        match self {
+            Engine::Postgres => "postgresql",
+            Engine::Sqlite => "sqlite",
+        }
+    }
+}
+
+/// Why a URI was refused; texts are meant for the 422 `message`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum UriError {
+    /// Not a URL at all.
+    #[error("Invalid connection string: could not parse the SQLAlchemy URI")]
+    Malformed,
+    /// A scheme Liteset has no driver for.
+    #[error(
+        "Could not load database driver: {scheme}. Supported engines: postgresql:// \
+         (also postgresql+psycopg2://, postgres://) and sqlite:///path"
+    )]
+    UnsupportedEngine {
+        /// The scheme as given.
+        scheme: String,
+    },
+    /// A SQLite URI without a file path (in-memory databases are not shareable).
+    #[error("A SQLite URI needs a file path: sqlite:///relative.db or sqlite:////absolute.db")]
+    SqliteWithoutPath,
+    /// A PostgreSQL URI without a database name.
+    #[error("A PostgreSQL URI needs a database name: postgresql://user@host:5432/database")]
+    PostgresWithoutDatabase,
+}
+
+/// A parsed connection URI. `Debug` and `Display` never show the password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ConnectionUri {
+    /// The engine.
+    pub engine: Engine,
+    /// The driver part of `dialect+driver`, if any (`psycopg2`).
+    pub driver: Option<String>,
+    /// User name (percent-decoded).
+    pub username: Option<String>,
+    /// Password (percent-decoded). Never displayed.
+    pub password: Option<String>,
+    /// Host name.
+    pub host: Option<String>,
+    /// Port.
+    pub port: Option<u16>,
+    /// PostgreSQL database name.
+    pub database: Option<String>,
+    /// SQLite file path.
+    pub path: Option<PathBuf>,
+    /// Query-string options (`sslmode=require`, …), in order.
+    pub options: Vec<(String, String)>,
+    scheme: String,
+}
+
+impl ConnectionUri {
+    /// Parses a SQLAlchemy URI for a supported engine.
+    pub fn parse(uri: &str) -> Result<ConnectionUri, UriError> {
+        let (scheme, rest) = uri.trim().split_once("://").ok_or(UriError::Malformed)?;
+        let scheme_lc = scheme.to_ascii_lowercase();
+        let (dialect, driver) = match scheme_lc.split_once('+') {
+            Some((d, drv)) => (d.to_owned(), Some(drv.to_owned())),
+            None => (scheme_lc.clone(), None),
+        };
+        let engine = match dialect.as_str() {
+            "postgresql" | "postgres" => Engine::Postgres,
+            "sqlite" => Engine::Sqlite,
+            _ => {
+                return Err(UriError::UnsupportedEngine {
+                    scheme: scheme.to_owned(),
+                });
+            }
+        };
+        if engine == Engine::Sqlite {
+            // sqlite:///rel.db → "rel.db"; sqlite:////abs.db → "/abs.db" (SQLAlchemy's rule).
+            let path = rest.strip_prefix('/').ok_or(UriError::SqliteWithoutPath)?;
+            let path = path.split('?').next().unwrap_or_default();
+            if path.is_empty() || path == ":memory:" {
+                return Err(UriError::SqliteWithoutPath);
+            }
+            return Ok(ConnectionUri {
+                engine,
+                driver,
+                username: None,
+                password: None,
+                host: None,
+                port: None,
+                database: None,
+                path: Some(PathBuf::from(decode(path))),
+                options: Vec::new(),
+                scheme: scheme_lc,
+            });
+        }
+        // Parse with a neutral scheme: the `url` crate treats unknown schemes uniformly.
+        let parsed =
+            url::Url::parse(&format!("liteset://{rest}")).map_err(|_| UriError::Malformed)?;
+        let database = parsed
+            .path()
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .filter(|d| !d.is_empty())
+            .map(decode)
+            .ok_or(UriError::PostgresWithoutDatabase)?;
+        Ok(ConnectionUri {
+            engine,
+            driver,
+            username: Some(parsed.username())
+                .filter(|u| !u.is_empty())
+                .map(decode),
+            password: parsed.password().map(decode),
+            host: parsed
+                .host_str()
+                .map(|h| h.trim_matches(['[', ']']).to_owned()),
+            port: parsed.port(),
+            database: Some(database),
+            path: None,
+            options: parsed
+                .query_pairs()
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+            scheme: scheme_lc,
+        })
+    }
+
+    /// The URI as Superset shows it: the password replaced by `XXXXXXXXXX`.
+    pub fn masked(&self) -> String {
+        self.render(Some(PASSWORD_MASK))
+    }
+
+    /// The URI without its password, for storage next to the sealed password.
+    pub fn without_password(&self) -> String {
+        self.render(None)
+    }
+
+    fn render(&self, password: Option<&str>) -> String {
+        if let Some(path) = &self.path {
+            return format!(
+                "{}:///{}",
+                self.scheme,
+                encode_path(&path.to_string_lossy())
+            );
+        }
+        let mut out = format!("{}://", self.scheme);
+        if let Some(user) = &self.username {
+            out.push_str(&encode(user));
+            if let (Some(_), Some(shown)) = (&self.password, password) {
+                out.push(':');
+                out.push_str(shown);
+            }
+            out.push('@');
+        }
+        if let Some(host) = &self.host {
+            if host.contains(':') {
+                out.push_str(&format!("[{host}]"));
+            } else {
+                out.push_str(host);
+            }
+        }
+        if let Some(port) = self.port {
+            out.push_str(&format!(":{port}"));
+        }
+        out.push('/');
+        if let Some(db) = &self.database {
+            out.push_str(&encode(db));
+        }
+        if !self.options.is_empty() {
+            let q: Vec<String> = self
+                .options
+                .iter()
+                .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+                .collect();
+            out.push('?');
+            out.push_str(&q.join("&"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for ConnectionUri {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.masked())
+    }
+}
+
+impl fmt::Debug for ConnectionUri {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ConnectionUri({})", self.masked())
+    }
+}
+
+fn decode(s: &str) -> String {
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
+}
+
+/// Characters kept literal in user names, passwords, database names and options.
+const COMPONENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+fn encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, COMPONENT).to_string()
+}
+
+/// [`COMPONENT`] plus `/`, for SQLite file paths.
+const PATH: &percent_encoding::AsciiSet = &COMPONENT.remove(b'/');
+
+fn encode_path(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, PATH).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_uri_with_driver_and_options_parses() {
+        let u = ConnectionUri::parse(
+            "postgresql+psycopg2://ana:p%40ss%3Aw@db.example:5433/analytics?sslmode=require",
+        )
+        .unwrap();
+        assert_eq!(u.engine, Engine::Postgres);
+        assert_eq!(u.driver.as_deref(), Some("psycopg2"));
+        assert_eq!(u.username.as_deref(), Some("ana"));
+        assert_eq!(u.password.as_deref(), Some("p@ss:w"));
+        assert_eq!(u.host.as_deref(), Some("db.example"));
+        assert_eq!(u.port, Some(5433));
+        assert_eq!(u.database.as_deref(), Some("analytics"));
+        assert_eq!(u.options, vec![("sslmode".into(), "require".into())]);
+        assert_eq!(
+            u.masked(),
+            "postgresql+psycopg2://ana:XXXXXXXXXX@db.example:5433/analytics?sslmode=require"
+        );
+        assert_eq!(
+            u.without_password(),
+            "postgresql+psycopg2://ana@db.example:5433/analytics?sslmode=require"
+        );
+        assert!(!format!("{u:?}").contains("p@ss"));
+    }
+
+    #[test]
+    fn postgres_alias_and_missing_parts() {
+        let u = ConnectionUri::parse("postgres://localhost/x").unwrap();
+        assert_eq!(u.engine, Engine::Postgres);
+        assert_eq!((&u.username, &u.password, u.port), (&None, &None, None));
+        assert_eq!(u.masked(), "postgres://localhost/x");
+        assert_eq!(
+            ConnectionUri::parse("postgresql://u:p@h:5432/"),
+            Err(UriError::PostgresWithoutDatabase)
+        );
+    }
+
+    #[test]
+    fn sqlite_paths_follow_sqlalchemy() {
+        let rel = ConnectionUri::parse("sqlite:///examples.db").unwrap();
+        assert_eq!(rel.path, Some(PathBuf::from("examples.db")));
+        let abs = ConnectionUri::parse("sqlite:////var/lib/x.db").unwrap();
+        assert_eq!(abs.path, Some(PathBuf::from("/var/lib/x.db")));
+        assert_eq!(abs.masked(), "sqlite:////var/lib/x.db");
+        assert_eq!(
+            ConnectionUri::parse("sqlite://"),
+            Err(UriError::SqliteWithoutPath)
+        );
+        assert_eq!(
+            ConnectionUri::parse("sqlite:///:memory:"),
+            Err(UriError::SqliteWithoutPath)
+        );
+    }
+
+    #[test]
+    fn other_engines_are_refused_naming_the_supported_ones() {
+        let err = ConnectionUri::parse("mysql://u:p@h/db").unwrap_err();
+        assert!(err.to_string().contains("postgresql://"), "{err}");
+        assert!(err.to_string().contains("mysql"));
+        assert_eq!(ConnectionUri::parse("not a uri"), Err(UriError::Malformed));
+        assert_eq!(ConnectionUri::parse(""), Err(UriError::Malformed));
+    }
+}
