@@ -702,11 +702,7 @@ fn wants_key(keys: Option<&[String]>, key: &str) -> bool {
 pub fn parse_list_query(raw_q: Option<&str>) -> Result<ListQuery, QError> {
     let value = decode_q(raw_q)?;
     validate(&value, &LIST_SCHEMA)?;
-    let columns = string_list(value.get("columns"));
-    let select_columns = string_list(value.get("select_columns"));
-    if columns.is_some() && select_columns.is_some() {
-        return Err(QError::BothColumnArgs);
-    }
+    let (columns, select_columns) = column_args(&value)?;
     let filters = value
         .get("filters")
         .and_then(Value::as_array)
@@ -742,6 +738,19 @@ pub fn parse_list_query(raw_q: Option<&str>) -> Result<ListQuery, QError> {
     })
 }
 
+/// `columns` and `select_columns`, each absent when not given or empty.
+type ColumnArgs = (Option<Vec<String>>, Option<Vec<String>>);
+
+/// `columns` and `select_columns` of a list or show `q`; FAB refuses both at once.
+fn column_args(value: &Value) -> Result<ColumnArgs, QError> {
+    let columns = string_list(value.get("columns"));
+    let select_columns = string_list(value.get("select_columns"));
+    if columns.is_some() && select_columns.is_some() {
+        return Err(QError::BothColumnArgs);
+    }
+    Ok((columns, select_columns))
+}
+
 /// Parses and validates the `q` of a show request (`GET /<resource>/<pk>`).
 ///
 /// Like [`parse_list_query`] but against FAB's `get_item_schema` (`columns`, `keys`). FAB's
@@ -751,11 +760,7 @@ pub fn parse_item_query(raw_q: Option<&str>) -> Result<ItemQuery, QError> {
     let value = decode_q(raw_q)?;
     validate(&value, &ITEM_SCHEMA)?;
     validate(&value, &ITEM_SELECT_COLUMNS_SCHEMA)?;
-    let columns = string_list(value.get("columns"));
-    let select_columns = string_list(value.get("select_columns"));
-    if columns.is_some() && select_columns.is_some() {
-        return Err(QError::BothColumnArgs);
-    }
+    let (columns, select_columns) = column_args(&value)?;
     Ok(ItemQuery {
         columns,
         select_columns,
