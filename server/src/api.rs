@@ -5,12 +5,18 @@
 //! then call the layers below; errors become Superset's envelopes only in [`error`].
 //! Domain types never derive poem-openapi traits: each resource module has its own wire types.
 
+mod chart;
+mod dashboard;
+mod database;
+mod dataset;
 pub mod error;
 pub mod extract;
 pub mod listquery;
 mod me;
 mod middleware;
+pub mod resource;
 mod security;
+mod users;
 mod web;
 
 use std::sync::Arc;
@@ -29,12 +35,35 @@ pub enum Tags {
     CurrentUser,
     /// Browser pages and health probes.
     Web,
+    /// Charts.
+    Chart,
+    /// Dashboards.
+    Dashboard,
+    /// Datasets.
+    Dataset,
+    /// Database connections.
+    Database,
+    /// Users, roles and permissions.
+    SecurityAdmin,
 }
 
 /// The OpenAPI service over every API struct (also used to render the document in tests).
 pub fn openapi(
     state: &Arc<AppState>,
-) -> OpenApiService<(web::WebApi, security::SecurityApi, me::MeApi), ()> {
+) -> OpenApiService<
+    (
+        web::WebApi,
+        security::SecurityApi,
+        me::MeApi,
+        chart::ChartApi,
+        dashboard::DashboardApi,
+        dashboard::EmbeddedApi,
+        database::DatabaseApi,
+        dataset::DatasetApi,
+        users::UsersApi,
+    ),
+    (),
+> {
     OpenApiService::new(
         (
             web::WebApi {
@@ -44,6 +73,24 @@ pub fn openapi(
                 state: state.clone(),
             },
             me::MeApi {
+                state: state.clone(),
+            },
+            chart::ChartApi {
+                state: state.clone(),
+            },
+            dashboard::DashboardApi {
+                state: state.clone(),
+            },
+            dashboard::EmbeddedApi {
+                state: state.clone(),
+            },
+            database::DatabaseApi {
+                state: state.clone(),
+            },
+            dataset::DatasetApi {
+                state: state.clone(),
+            },
+            users::UsersApi {
                 state: state.clone(),
             },
         ),

@@ -18,6 +18,10 @@ pub struct AppState {
     pub store: Store,
     /// Authentication and authorization.
     pub auth: AuthService,
+    /// Seals connection passwords at rest.
+    pub sealer: crate::seal::Sealer,
+    /// Connections to the analytical databases, one pool per database.
+    pub engines: crate::engines::Engines,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -52,10 +56,14 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     let secret = config.resolve_secret_key()?;
     let store = open_store(&config).await?;
     let auth = AuthService::new(store.clone(), secret.expose().as_bytes(), &config.auth);
+    let sealer = crate::seal::Sealer::new(secret.expose().as_bytes());
+    let engines = crate::engines::Engines::new(crate::engines::EngineOptions::default());
     Ok(Arc::new(AppState {
         config,
         store,
         auth,
+        sealer,
+        engines,
     }))
 }
 

@@ -107,6 +107,34 @@ impl CurrentUser {
     pub fn is_admin(&self) -> bool {
         self.roles.iter().any(|r| r.name == catalog::ADMIN)
     }
+
+    /// The user's data-access grants (Superset's `all_*_access`, `database_access`,
+    /// `schema_access` and `datasource_access` permissions) for scoping catalog lists.
+    pub fn grants(&self) -> crate::store::catalog::Grants {
+        let views = |perm: &str| -> Vec<String> {
+            self.permissions
+                .iter()
+                .filter(|(p, _)| p == perm)
+                .map(|(_, v)| v.clone())
+                .collect()
+        };
+        crate::store::catalog::Grants {
+            all: self.has("all_datasource_access", "all_datasource_access")
+                || self.has("all_database_access", "all_database_access"),
+            // `[name].(id:N)`: the id is authoritative, the name is for people.
+            database_ids: views("database_access")
+                .iter()
+                .filter_map(|v| {
+                    v.rsplit_once("(id:")
+                        .and_then(|(_, rest)| rest.strip_suffix(')'))
+                        .and_then(|id| id.parse().ok())
+                })
+                .collect(),
+            schema_perms: views("schema_access"),
+            datasource_perms: views("datasource_access"),
+            user_id: Some(self.user.id),
+        }
+    }
 }
 
 /// Who is making a request, as established from its credentials.

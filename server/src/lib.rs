@@ -7,6 +7,7 @@ pub mod api;
 pub mod app;
 pub mod auth;
 pub mod config;
+pub mod engines;
 pub mod seal;
 pub mod store;
 pub mod telemetry;

@@ -4,8 +4,10 @@
 //! backends (SQLite, the embedded default, and PostgreSQL for production). It must not know
 //! HTTP, auth policy or user data sources: it stores and loads, nothing more.
 
+pub mod catalog;
 pub mod db;
 mod migrations;
+pub mod model;
 mod users;
 
 use std::path::Path;

@@ -1,0 +1,577 @@
+//! `/api/v1/chart/`: charts (Superset's `ChartRestApi`).
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::OpenApi;
+use poem_openapi::param::{Path, Query};
+use serde_json::{Value as Json_, json};
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::{Auth, JsonBody};
+use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
+use crate::app::AppState;
+use crate::auth::CurrentUser;
+use crate::store::Value;
+use crate::store::catalog::{self, CHART, DATASET};
+use crate::store::model::{Pred, Record};
+
+const BODY: &[BodyField] = &[
+    body("slice_name", BodyType::Str(1, 250), true),
+    body("description", BodyType::Str(0, 100_000), false),
+    body("viz_type", BodyType::Str(0, 250), false),
+    body("owners", BodyType::Ids, false),
+    body("params", BodyType::JsonStr, false),
+    body("query_context", BodyType::JsonStr, false),
+    body("cache_timeout", BodyType::Int, false),
+    body("datasource_id", BodyType::Int, true),
+    body("datasource_type", BodyType::Str(1, 20), true),
+    body("datasource_name", BodyType::Str(0, 2000), false),
+    body("dashboards", BodyType::Ids, false),
+    body("certified_by", BodyType::Str(0, 1000), false),
+    body("certification_details", BodyType::Str(0, 100_000), false),
+    body("is_managed_externally", BodyType::Bool, false),
+    body("external_url", BodyType::Str(0, 10_000), false),
+    body("uuid", BodyType::Str(36, 36), false),
+];
+
+/// The chart resource.
+pub static SPEC: Spec = Spec {
+    model: &CHART,
+    view_menu: "Chart",
+    list_title: "List Slice",
+    show_title: "Show Slice",
+    add_title: "Add Slice",
+    edit_title: "Edit Slice",
+    list_columns: &[
+        "id",
+        "uuid",
+        "slice_name",
+        "viz_type",
+        "params",
+        "form_data",
+        "description",
+        "description_markeddown",
+        "cache_timeout",
+        "certified_by",
+        "certification_details",
+        "is_managed_externally",
+        "datasource_id",
+        "datasource_type",
+        "datasource_name_text",
+        "datasource_url",
+        "url",
+        "slice_url",
+        "edit_url",
+        "thumbnail_url",
+        "table.default_endpoint",
+        "table.table_name",
+        "changed_by.first_name",
+        "changed_by.last_name",
+        "changed_by.id",
+        "changed_by_name",
+        "changed_on_delta_humanized",
+        "changed_on_dttm",
+        "changed_on_utc",
+        "created_by.first_name",
+        "created_by.last_name",
+        "created_by.id",
+        "created_by_name",
+        "created_on_delta_humanized",
+        "last_saved_at",
+        "last_saved_by.id",
+        "last_saved_by.first_name",
+        "last_saved_by.last_name",
+        "owners.id",
+        "owners.first_name",
+        "owners.last_name",
+        "dashboards.id",
+        "dashboards.dashboard_title",
+        "tags",
+        "query_context",
+    ],
+    show_columns: &[
+        "id",
+        "url",
+        "cache_timeout",
+        "certified_by",
+        "certification_details",
+        "changed_on_delta_humanized",
+        "description",
+        "params",
+        "slice_name",
+        "thumbnail_url",
+        "viz_type",
+        "query_context",
+        "is_managed_externally",
+        "tags",
+        "owners.id",
+        "owners.first_name",
+        "owners.last_name",
+        "dashboards.id",
+        "dashboards.dashboard_title",
+        "dashboards.json_metadata",
+        "uuid",
+        "datasource_id",
+        "datasource_name_text",
+        "datasource_type",
+        "datasource_url",
+        "datasource_uuid",
+    ],
+    order_columns: &[
+        "changed_by.first_name",
+        "changed_on_delta_humanized",
+        "datasource_id",
+        "datasource_name",
+        "last_saved_at",
+        "last_saved_by.first_name",
+        "slice_name",
+        "viz_type",
+        "id",
+        "changed_on",
+    ],
+    search: &[
+        (
+            "created_by",
+            &[
+                ("chart_created_by_me", "Created by me"),
+                ("chart_has_created_by", "Has created by"),
+            ],
+        ),
+        ("changed_by", &[]),
+        ("last_saved_at", &[]),
+        ("last_saved_by", &[]),
+        ("datasource_id", &[]),
+        ("datasource_name", &[]),
+        ("datasource_type", &[]),
+        ("description", &[]),
+        (
+            "id",
+            &[
+                ("chart_is_favorite", "Is favorite"),
+                ("chart_is_certified", "Is certified"),
+                (
+                    "chart_owned_created_favored_by_me",
+                    "Owned Created or Favored",
+                ),
+            ],
+        ),
+        ("uuid", &[]),
+        ("owners", &[]),
+        ("dashboards", &[]),
+        ("slice_name", &[("chart_all_text", "All Text")]),
+        ("viz_type", &[]),
+        ("tags", &[("chart_tags", "Tag"), ("chart_tag_id", "Tag id")]),
+    ],
+    base_order: Some(("changed_on", true)),
+    max_page_size: listquery_max(),
+    body: BODY,
+    related: &["owners", "created_by", "changed_by", "dashboards"],
+    distinct: &["slice_name", "viz_type", "datasource_name"],
+    permissions: &["can_read", "can_write", "can_export", "can_warm_up_cache"],
+};
+
+const fn listquery_max() -> i64 {
+    super::listquery::FAB_API_MAX_PAGE_SIZE
+}
+
+fn me(user: Option<&CurrentUser>) -> i64 {
+    user.map_or(0, |u| u.user.id)
+}
+
+/// Chart custom filters (§3.1).
+fn custom(f: &super::listquery::Filter, user: Option<&CurrentUser>) -> Result<Pred, ApiError> {
+    let uid = Value::Int(me(user));
+    let text = match &f.value {
+        Json_::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let truthy = !matches!(f.value, Json_::Bool(false));
+    let fav = "EXISTS (SELECT 1 FROM favstar fs WHERE fs.class_name = 'slice' AND fs.obj_id = t.id AND fs.user_id = ?)";
+    Ok(match f.opr.as_str() {
+        "chart_all_text" => {
+            let p = Value::Text(format!("%{text}%"));
+            Pred::sql(
+                "LOWER(t.slice_name) LIKE LOWER(?) OR LOWER(COALESCE(t.description, '')) LIKE LOWER(?) \
+                 OR LOWER(COALESCE(t.viz_type, '')) LIKE LOWER(?) OR EXISTS (SELECT 1 FROM tables tt \
+                 WHERE tt.id = t.datasource_id AND LOWER(tt.table_name) LIKE LOWER(?))",
+                vec![p.clone(), p.clone(), p.clone(), p],
+            )
+        }
+        "chart_created_by_me" => Pred::sql("t.created_by_fk = ?", vec![uid]),
+        "chart_has_created_by" if truthy => Pred::sql("t.created_by_fk IS NOT NULL", vec![]),
+        "chart_has_created_by" => Pred::sql("t.created_by_fk IS NULL", vec![]),
+        "chart_is_favorite" if truthy => Pred::sql(fav, vec![uid]),
+        "chart_is_favorite" => Pred::Not(Box::new(Pred::sql(fav, vec![uid]))),
+        "chart_is_certified" if truthy => Pred::sql(
+            "t.certified_by IS NOT NULL AND t.certified_by <> ''",
+            vec![],
+        ),
+        "chart_is_certified" => Pred::sql("t.certified_by IS NULL OR t.certified_by = ''", vec![]),
+        "chart_owned_created_favored_by_me" => Pred::sql(
+            format!(
+                "t.created_by_fk = ? OR EXISTS (SELECT 1 FROM slice_user o WHERE o.slice_id = t.id AND o.user_id = ?) OR {fav}"
+            ),
+            vec![uid.clone(), uid.clone(), uid],
+        ),
+        // No tags are stored yet, so a tag filter matches nothing.
+        _ => Pred::none(),
+    })
+}
+
+fn datasource_name_text(rec: &Record) -> Json_ {
+    rec.one("table").map_or(Json_::Null, |t| {
+        let schema = t.text("schema");
+        let name = t.text("table_name");
+        if schema.is_empty() {
+            json!(name)
+        } else {
+            json!(format!("{schema}.{name}"))
+        }
+    })
+}
+
+/// The chart's `form_data`: its params with the ids Superset adds.
+pub fn form_data(rec: &Record) -> Json_ {
+    let mut fd = rec
+        .get::<String>("params")
+        .and_then(|p| serde_json::from_str::<Json_>(&p).ok())
+        .filter(Json_::is_object)
+        .unwrap_or_else(|| json!({}));
+    fd["slice_id"] = json!(rec.id);
+    fd["viz_type"] = json!(rec.text("viz_type"));
+    if let Some(ds) = rec.get::<i64>("datasource_id") {
+        fd["datasource"] = json!(format!("{ds}__{}", rec.text("datasource_type")));
+    }
+    fd
+}
+
+/// Chart columns that are not stored fields.
+pub fn computed(rec: &Record, col: &str) -> Option<Json_> {
+    let id = rec.id;
+    Some(match col {
+        "url" | "slice_url" => json!(format!("/explore/?slice_id={id}")),
+        "edit_url" => json!(format!("/chart/edit/{id}")),
+        "thumbnail_url" => json!(format!(
+            "/api/v1/chart/{id}/thumbnail/{}/",
+            rec.text("changed_on").len() + usize::try_from(id).unwrap_or(0)
+        )),
+        "form_data" => form_data(rec),
+        "description_markeddown" => json!(rec.text("description")),
+        "datasource_name_text" => datasource_name_text(rec),
+        "datasource_url" => rec.get::<i64>("datasource_id").map_or(Json_::Null, |ds| {
+            json!(format!(
+                "/explore/?datasource_type={}&datasource_id={ds}",
+                rec.text("datasource_type")
+            ))
+        }),
+        "datasource_uuid" => rec
+            .one("table")
+            .map_or(Json_::Null, |t| json!(t.text("uuid"))),
+        "tags" => json!([]),
+        "table.default_endpoint" | "table.table_name" => return None,
+        _ => return common_computed(rec, col),
+    })
+}
+
+/// The chart endpoints.
+pub struct ChartApi {
+    pub(super) state: Arc<AppState>,
+}
+
+impl ChartApi {
+    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, perm, "Chart")
+            .await?;
+        auth.principal
+            .user()
+            .cloned()
+            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
+    }
+
+    /// The id of a chart by id or uuid, 404 when missing, 403 when out of the user's reach.
+    async fn resolve(&self, pk: &str, user: &CurrentUser) -> Result<i64, ApiError> {
+        let id = match pk.parse::<i64>() {
+            Ok(id) => Some(id),
+            Err(_) => {
+                self.state
+                    .store
+                    .find_id(&CHART, "uuid", Value::Text(pk.into()))
+                    .await?
+            }
+        };
+        let Some(id) = id.filter(|id| *id > 0) else {
+            return Err(ApiError::not_found());
+        };
+        if !self.state.store.matches(&CHART, id, &Pred::all()).await? {
+            return Err(ApiError::not_found());
+        }
+        let scope = catalog::chart_scope(&user.grants());
+        let owned = Pred::sql(
+            "t.created_by_fk = ? OR EXISTS (SELECT 1 FROM slice_user o WHERE o.slice_id = t.id AND o.user_id = ?)",
+            vec![Value::Int(user.user.id), Value::Int(user.user.id)],
+        );
+        if !self
+            .state
+            .store
+            .matches(&CHART, id, &Pred::Or(vec![scope, owned]))
+            .await?
+        {
+            return Err(ApiError::message(StatusCode::FORBIDDEN, "Forbidden"));
+        }
+        Ok(id)
+    }
+
+    /// Validates the datasource and fills the fields derived from it.
+    async fn with_datasource(&self, changes: &mut catalog::Changes) -> Result<(), ApiError> {
+        if let Some(Value::Text(t)) = changes.get("datasource_type")
+            && !["table", "dataset", "query", "saved_query", "view"].contains(&t.as_str())
+        {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"datasource_type": ["Must be one of: table, dataset, query, saved_query, view."]}),
+            ));
+        }
+        if matches!(changes.get("datasource_type"), Some(Value::Text(t)) if t == "dataset") {
+            changes.set("datasource_type", "table");
+        }
+        let Some(Value::Int(ds)) = changes.get("datasource_id").cloned() else {
+            return Ok(());
+        };
+        let missing = || {
+            ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"datasource_id": ["Datasource does not exist"]}),
+            )
+        };
+        let dataset = self
+            .state
+            .store
+            .load(&DATASET, &[ds], &["database"])
+            .await?
+            .pop()
+            .ok_or_else(missing)?;
+        changes.set("datasource_name", dataset.text("table_name"));
+        changes.set("perm", Value::from(dataset.get::<String>("perm")));
+        changes.set(
+            "schema_perm",
+            Value::from(dataset.get::<String>("schema_perm")),
+        );
+        Ok(())
+    }
+}
+
+#[OpenApi(prefix_path = "/api/v1/chart", tag = "Tags::Chart")]
+impl ChartApi {
+    /// List charts (FAB list protocol).
+    #[oai(path = "/", method = "get", operation_id = "chart_list")]
+    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::chart_scope(&user.grants());
+        resource::list(
+            &self.state,
+            &SPEC,
+            q.0.as_deref(),
+            Some(&user),
+            scope,
+            &custom,
+            &computed,
+        )
+        .await
+    }
+
+    /// Metadata for building forms and filters.
+    #[oai(path = "/_info", method = "get", operation_id = "chart_info")]
+    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
+    }
+
+    /// Values of a related column.
+    #[oai(path = "/related/:col", method = "get", operation_id = "chart_related")]
+    async fn related(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        self.user(&auth, "can_read").await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+    }
+
+    /// Distinct values of a column.
+    #[oai(
+        path = "/distinct/:col",
+        method = "get",
+        operation_id = "chart_distinct"
+    )]
+    async fn distinct(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::chart_scope(&user.grants());
+        resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
+    }
+
+    /// One chart, by id or uuid.
+    #[oai(path = "/:pk", method = "get", operation_id = "chart_get")]
+    async fn get(
+        &self,
+        auth: Auth,
+        pk: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(&pk.0, &user).await?;
+        resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
+    }
+
+    /// Create a chart.
+    #[oai(path = "/", method = "post", operation_id = "chart_post")]
+    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
+        resource::check_related(
+            &self.state,
+            &CHART,
+            &changes,
+            "owners",
+            "owners",
+            "Owners are invalid",
+        )
+        .await?;
+        resource::check_related(
+            &self.state,
+            &CHART,
+            &changes,
+            "dashboards",
+            "dashboards",
+            "Dashboards do not exist",
+        )
+        .await?;
+        self.with_datasource(&mut changes).await?;
+        // The creator always owns what they create.
+        let mut owners = changes
+            .links
+            .iter()
+            .find(|(n, _)| *n == "owners")
+            .map(|(_, ids)| ids.clone())
+            .unwrap_or_default();
+        if !owners.contains(&user.user.id) {
+            owners.push(user.user.id);
+        }
+        changes.link("owners", owners);
+        changes.set(
+            "last_saved_at",
+            Value::Timestamp(chrono::Utc::now().naive_utc()),
+        );
+        changes.set("last_saved_by", user.user.id);
+        let id = self
+            .state
+            .store
+            .save(&CHART, None, &changes, Some(user.user.id))
+            .await?;
+        tracing::info!(chart_id = id, "chart created");
+        Ok(Saved::Created(poem_openapi::payload::Json(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
+        )))
+    }
+
+    /// Update a chart (owners and admins).
+    #[oai(path = "/:pk", method = "put", operation_id = "chart_put")]
+    async fn put(
+        &self,
+        auth: Auth,
+        pk: Path<String>,
+        body: JsonBody<Json_>,
+    ) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(&pk.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&CHART, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "chart")?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        resource::check_related(
+            &self.state,
+            &CHART,
+            &changes,
+            "owners",
+            "owners",
+            "Owners are invalid",
+        )
+        .await?;
+        resource::check_related(
+            &self.state,
+            &CHART,
+            &changes,
+            "dashboards",
+            "dashboards",
+            "Dashboards do not exist",
+        )
+        .await?;
+        self.with_datasource(&mut changes).await?;
+        changes.set(
+            "last_saved_at",
+            Value::Timestamp(chrono::Utc::now().naive_utc()),
+        );
+        changes.set("last_saved_by", user.user.id);
+        self.state
+            .store
+            .save(&CHART, Some(id), &changes, Some(user.user.id))
+            .await?;
+        Ok(Saved::Ok(poem_openapi::payload::Json(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
+        )))
+    }
+
+    /// Delete a chart (owners and admins).
+    #[oai(path = "/:pk", method = "delete", operation_id = "chart_delete")]
+    async fn delete(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(&pk.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&CHART, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "chart")?;
+        self.state.store.delete_records(&CHART, &[id]).await?;
+        Ok(poem_openapi::payload::Json(json!({"message": "OK"})))
+    }
+
+    /// Delete several charts: `?q=!(1,2)`.
+    #[oai(path = "/", method = "delete", operation_id = "chart_bulk_delete")]
+    async fn bulk_delete(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let ids = resource::ids_query(q.0.as_deref())?;
+        let recs = self
+            .state
+            .store
+            .load(&CHART, &ids, &["owners", "created_by"])
+            .await?;
+        if recs.len() != ids.iter().collect::<std::collections::BTreeSet<_>>().len() {
+            return Err(ApiError::not_found());
+        }
+        for rec in &recs {
+            resource::ensure_can_change(&user, rec, "chart")?;
+        }
+        let n = self.state.store.delete_records(&CHART, &ids).await?;
+        let noun = if n == 1 { "chart" } else { "charts" };
+        Ok(poem_openapi::payload::Json(
+            json!({"message": format!("Deleted {n} {noun}")}),
+        ))
+    }
+}

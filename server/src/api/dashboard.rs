@@ -1,0 +1,705 @@
+//! `/api/v1/dashboard/` and `/api/v1/embedded_dashboard/`: dashboards (Superset's
+//! `DashboardRestApi`).
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::OpenApi;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use serde_json::{Value as Json_, json};
+
+use super::Tags;
+use super::chart;
+use super::error::ApiError;
+use super::extract::{Auth, JsonBody};
+use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
+use crate::app::AppState;
+use crate::auth::CurrentUser;
+use crate::store::Value;
+use crate::store::catalog::{self, CHART, DASHBOARD};
+use crate::store::model::{Pred, Record};
+
+const BODY: &[BodyField] = &[
+    body("dashboard_title", BodyType::Str(0, 500), false),
+    body("slug", BodyType::Str(1, 255), false),
+    body("owners", BodyType::Ids, false),
+    body("roles", BodyType::Ids, false),
+    body("position_json", BodyType::JsonStr, false),
+    body("css", BodyType::Str(0, 1_000_000), false),
+    body("json_metadata", BodyType::JsonStr, false),
+    body("published", BodyType::Bool, false),
+    body("certified_by", BodyType::Str(0, 1000), false),
+    body("certification_details", BodyType::Str(0, 100_000), false),
+    body("is_managed_externally", BodyType::Bool, false),
+    body("external_url", BodyType::Str(0, 10_000), false),
+    body("uuid", BodyType::Str(36, 36), false),
+];
+
+/// The dashboard resource.
+pub static SPEC: Spec = Spec {
+    model: &DASHBOARD,
+    view_menu: "Dashboard",
+    list_title: "List Dashboard",
+    show_title: "Show Dashboard",
+    add_title: "Add Dashboard",
+    edit_title: "Edit Dashboard",
+    list_columns: &[
+        "id",
+        "uuid",
+        "dashboard_title",
+        "slug",
+        "url",
+        "published",
+        "status",
+        "thumbnail_url",
+        "certified_by",
+        "certification_details",
+        "changed_by.first_name",
+        "changed_by.last_name",
+        "changed_by.id",
+        "changed_by_name",
+        "changed_on_utc",
+        "changed_on_delta_humanized",
+        "created_on_delta_humanized",
+        "created_by.first_name",
+        "created_by.id",
+        "created_by.last_name",
+        "owners.id",
+        "owners.first_name",
+        "owners.last_name",
+        "roles.id",
+        "roles.name",
+        "is_managed_externally",
+        "tags",
+        "position_json",
+        "json_metadata",
+        "css",
+    ],
+    show_columns: &[],
+    order_columns: &[
+        "changed_by.first_name",
+        "changed_on_delta_humanized",
+        "created_by.first_name",
+        "dashboard_title",
+        "published",
+        "changed_on",
+        "id",
+        "slug",
+    ],
+    search: &[
+        (
+            "created_by",
+            &[
+                ("dashboard_created_by_me", "Created by me"),
+                ("dashboard_has_created_by", "Has created by"),
+            ],
+        ),
+        ("changed_by", &[]),
+        ("dashboard_title", &[("title_or_slug", "Title or Slug")]),
+        (
+            "id",
+            &[
+                ("dashboard_is_favorite", "Is favorite"),
+                ("dashboard_is_certified", "Is certified"),
+            ],
+        ),
+        ("owners", &[]),
+        ("published", &[]),
+        ("roles", &[]),
+        ("slug", &[]),
+        ("uuid", &[]),
+        (
+            "tags",
+            &[("dashboard_tags", "Tag"), ("dashboard_tag_id", "Tag id")],
+        ),
+    ],
+    base_order: Some(("changed_on", true)),
+    max_page_size: super::listquery::FAB_API_MAX_PAGE_SIZE,
+    body: BODY,
+    related: &["owners", "created_by", "changed_by", "roles"],
+    distinct: &["dashboard_title", "slug"],
+    permissions: &["can_read", "can_write", "can_export", "can_set_embedded"],
+};
+
+fn custom(f: &super::listquery::Filter, user: Option<&CurrentUser>) -> Result<Pred, ApiError> {
+    let uid = Value::Int(user.map_or(0, |u| u.user.id));
+    let text = match &f.value {
+        Json_::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let truthy = !matches!(f.value, Json_::Bool(false));
+    let fav = "EXISTS (SELECT 1 FROM favstar fs WHERE fs.class_name = 'Dashboard' AND fs.obj_id = t.id AND fs.user_id = ?)";
+    Ok(match f.opr.as_str() {
+        "title_or_slug" => {
+            let p = Value::Text(format!("%{text}%"));
+            Pred::sql(
+                "LOWER(COALESCE(t.dashboard_title, '')) LIKE LOWER(?) OR LOWER(COALESCE(t.slug, '')) LIKE LOWER(?)",
+                vec![p.clone(), p],
+            )
+        }
+        "dashboard_created_by_me" => Pred::sql("t.created_by_fk = ?", vec![uid]),
+        "dashboard_has_created_by" if truthy => Pred::sql("t.created_by_fk IS NOT NULL", vec![]),
+        "dashboard_has_created_by" => Pred::sql("t.created_by_fk IS NULL", vec![]),
+        "dashboard_is_favorite" if truthy => Pred::sql(fav, vec![uid]),
+        "dashboard_is_favorite" => Pred::Not(Box::new(Pred::sql(fav, vec![uid]))),
+        "dashboard_is_certified" if truthy => Pred::sql(
+            "t.certified_by IS NOT NULL AND t.certified_by <> ''",
+            vec![],
+        ),
+        "dashboard_is_certified" => {
+            Pred::sql("t.certified_by IS NULL OR t.certified_by = ''", vec![])
+        }
+        _ => Pred::none(),
+    })
+}
+
+fn url(rec: &Record) -> String {
+    match rec.get::<String>("slug").filter(|s| !s.is_empty()) {
+        Some(slug) => format!("/superset/dashboard/{slug}/"),
+        None => format!("/superset/dashboard/{}/", rec.id),
+    }
+}
+
+fn computed(rec: &Record, col: &str) -> Option<Json_> {
+    Some(match col {
+        "url" => json!(url(rec)),
+        "status" => json!(if rec.flag("published") {
+            "published"
+        } else {
+            "draft"
+        }),
+        "thumbnail_url" => json!(format!(
+            "/api/v1/dashboard/{}/thumbnail/{}/",
+            rec.id, rec.id
+        )),
+        "tags" => json!([]),
+        "theme" => Json_::Null,
+        "charts" => json!(
+            rec.related("slices")
+                .iter()
+                .map(|s| s.text("slice_name"))
+                .collect::<Vec<_>>()
+        ),
+        _ => return common_computed(rec, col),
+    })
+}
+
+/// The dashboard endpoints.
+pub struct DashboardApi {
+    pub(super) state: Arc<AppState>,
+}
+
+fn forbidden() -> ApiError {
+    ApiError::sip40(
+        StatusCode::FORBIDDEN,
+        "DASHBOARD_SECURITY_ACCESS_ERROR",
+        "You don't have access to this dashboard.",
+        json!({}),
+    )
+}
+
+impl DashboardApi {
+    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, perm, "Dashboard")
+            .await?;
+        auth.principal
+            .user()
+            .cloned()
+            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
+    }
+
+    /// A dashboard by id or slug: 404 when missing, 403 when not accessible.
+    async fn resolve(&self, key: &str, user: &CurrentUser) -> Result<i64, ApiError> {
+        let by_id = match key.parse::<i64>() {
+            Ok(id)
+                if self
+                    .state
+                    .store
+                    .matches(&DASHBOARD, id, &Pred::all())
+                    .await? =>
+            {
+                Some(id)
+            }
+            _ => None,
+        };
+        let id = match by_id {
+            Some(id) => id,
+            None => self
+                .state
+                .store
+                .find_id(&DASHBOARD, "slug", Value::Text(key.into()))
+                .await?
+                .ok_or_else(ApiError::not_found)?,
+        };
+        let no_charts = Pred::sql(
+            "NOT EXISTS (SELECT 1 FROM dashboard_slices ds WHERE ds.dashboard_id = t.id)",
+            vec![],
+        );
+        let scope = Pred::Or(vec![
+            catalog::dashboard_scope(&user.grants(), user.is_admin()),
+            no_charts,
+        ]);
+        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
+            return Err(forbidden());
+        }
+        Ok(id)
+    }
+
+    async fn check_slug(
+        &self,
+        changes: &mut catalog::Changes,
+        id: Option<i64>,
+    ) -> Result<(), ApiError> {
+        if let Some(Value::Text(slug)) = changes.get("slug").cloned() {
+            let slug = slug.trim().to_owned();
+            if slug.is_empty() {
+                changes.set("slug", Value::Null);
+                return Ok(());
+            }
+            if let Some(other) = self
+                .state
+                .store
+                .find_id(&DASHBOARD, "slug", Value::Text(slug.clone()))
+                .await?
+                && Some(other) != id
+            {
+                return Err(ApiError::fields(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"slug": ["Must be unique"]}),
+                ));
+            }
+            changes.set("slug", slug);
+        }
+        Ok(())
+    }
+
+    async fn validate(
+        &self,
+        changes: &mut catalog::Changes,
+        id: Option<i64>,
+    ) -> Result<(), ApiError> {
+        resource::check_related(
+            &self.state,
+            &DASHBOARD,
+            changes,
+            "owners",
+            "owners",
+            "Owners are invalid",
+        )
+        .await?;
+        resource::check_related(
+            &self.state,
+            &DASHBOARD,
+            changes,
+            "roles",
+            "roles",
+            "Some roles do not exist",
+        )
+        .await?;
+        self.check_slug(changes, id).await
+    }
+
+    async fn embedded_json(&self, dashboard_id: i64) -> Result<Json_, ApiError> {
+        let (uuid, did, domains, changed) = self
+            .state
+            .store
+            .embedded(Some(dashboard_id), None)
+            .await?
+            .ok_or_else(ApiError::not_found)?;
+        Ok(json!({
+            "uuid": uuid,
+            "allowed_domains": serde_json::from_str::<Json_>(&domains).unwrap_or_else(|_| json!([])),
+            "dashboard_id": did.to_string(),
+            "changed_on": resource::iso(changed),
+            "changed_by": Json_::Null,
+        }))
+    }
+
+    async fn set_embedded(
+        &self,
+        auth: Auth,
+        key: &str,
+        body: &Json_,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_set_embedded").await?;
+        let id = self.resolve(key, &user).await?;
+        let domains = match body.get("allowed_domains") {
+            Some(Json_::Array(items)) if items.iter().all(Json_::is_string) => {
+                Json_::Array(items.clone())
+            }
+            None => json!([]),
+            _ => {
+                return Err(ApiError::fields(
+                    StatusCode::BAD_REQUEST,
+                    json!({"allowed_domains": ["Not a valid list."]}),
+                ));
+            }
+        };
+        self.state
+            .store
+            .upsert_embedded(id, &domains.to_string())
+            .await?;
+        Ok(Json(json!({"result": self.embedded_json(id).await?})))
+    }
+}
+
+#[OpenApi(prefix_path = "/api/v1/dashboard", tag = "Tags::Dashboard")]
+impl DashboardApi {
+    /// List dashboards.
+    #[oai(path = "/", method = "get", operation_id = "dashboard_list")]
+    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        resource::list(
+            &self.state,
+            &SPEC,
+            q.0.as_deref(),
+            Some(&user),
+            scope,
+            &custom,
+            &computed,
+        )
+        .await
+    }
+
+    /// Form and filter metadata.
+    #[oai(path = "/_info", method = "get", operation_id = "dashboard_info")]
+    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
+    }
+
+    /// Values of a related column.
+    #[oai(
+        path = "/related/:col",
+        method = "get",
+        operation_id = "dashboard_related"
+    )]
+    async fn related(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        self.user(&auth, "can_read").await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+    }
+
+    /// Distinct values of a column.
+    #[oai(
+        path = "/distinct/:col",
+        method = "get",
+        operation_id = "dashboard_distinct"
+    )]
+    async fn distinct(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
+    }
+
+    /// One dashboard, by id or slug.
+    #[oai(path = "/:key", method = "get", operation_id = "dashboard_get")]
+    async fn get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(
+                &DASHBOARD,
+                id,
+                &["owners", "roles", "slices", "created_by", "changed_by"],
+            )
+            .await?;
+        let cols = [
+            "id",
+            "slug",
+            "url",
+            "dashboard_title",
+            "thumbnail_url",
+            "published",
+            "css",
+            "theme",
+            "json_metadata",
+            "position_json",
+            "certified_by",
+            "certification_details",
+            "changed_by_name",
+            "changed_by",
+            "changed_on",
+            "created_by",
+            "charts",
+            "owners",
+            "roles",
+            "tags",
+            "changed_on_delta_humanized",
+            "created_on_delta_humanized",
+            "is_managed_externally",
+            "uuid",
+            "description",
+        ];
+        let result = resource::render(&DASHBOARD, &rec, &cols, &computed);
+        Ok(Json(json!({"id": id, "result": result})))
+    }
+
+    /// The dashboard's charts with their form data.
+    #[oai(
+        path = "/:key/charts",
+        method = "get",
+        operation_id = "dashboard_charts"
+    )]
+    async fn charts(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DASHBOARD, id, &["slices"])
+            .await?;
+        let ids: Vec<i64> = rec.related("slices").iter().map(|s| s.id).collect();
+        let charts = self.state.store.load(&CHART, &ids, &[]).await?;
+        let result: Vec<Json_> = charts
+            .iter()
+            .map(|c| {
+                json!({
+                    "id": c.id,
+                    "slice_name": c.text("slice_name"),
+                    "cache_timeout": c.get::<i64>("cache_timeout"),
+                    "changed_on": c.get::<chrono::NaiveDateTime>("changed_on").map(resource::iso),
+                    "description": c.get::<String>("description"),
+                    "description_markeddown": c.text("description"),
+                    "form_data": chart::form_data(c),
+                    "slice_url": format!("/explore/?slice_id={}", c.id),
+                    "certified_by": c.get::<String>("certified_by"),
+                    "certification_details": c.get::<String>("certification_details"),
+                    "viz_type": c.text("viz_type"),
+                    "uuid": c.text("uuid"),
+                })
+            })
+            .collect();
+        Ok(Json(json!({"result": result})))
+    }
+
+    /// The datasets behind the dashboard's charts, as explore sees them.
+    #[oai(
+        path = "/:key/datasets",
+        method = "get",
+        operation_id = "dashboard_datasets"
+    )]
+    async fn datasets(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DASHBOARD, id, &["slices"])
+            .await?;
+        let mut ds: Vec<i64> = rec
+            .related("slices")
+            .iter()
+            .filter_map(|s| s.get::<i64>("datasource_id"))
+            .collect();
+        ds.sort_unstable();
+        ds.dedup();
+        let mut result = Vec::new();
+        for d in ds {
+            if let Ok(data) = super::dataset::dataset_data(&self.state, d).await {
+                result.push(data);
+            }
+        }
+        Ok(Json(json!({"result": result})))
+    }
+
+    /// Create a dashboard.
+    #[oai(path = "/", method = "post", operation_id = "dashboard_post")]
+    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
+        self.validate(&mut changes, None).await?;
+        let mut owners = changes
+            .links
+            .iter()
+            .find(|(n, _)| *n == "owners")
+            .map(|(_, ids)| ids.clone())
+            .unwrap_or_default();
+        if !owners.contains(&user.user.id) {
+            owners.push(user.user.id);
+        }
+        changes.link("owners", owners);
+        let id = self
+            .state
+            .store
+            .save(&DASHBOARD, None, &changes, Some(user.user.id))
+            .await?;
+        Ok(Saved::Created(Json(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
+        )))
+    }
+
+    /// Update a dashboard (owners and admins).
+    #[oai(path = "/:key", method = "put", operation_id = "dashboard_put")]
+    async fn put(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+        body: JsonBody<Json_>,
+    ) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DASHBOARD, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "dashboard")?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        self.validate(&mut changes, Some(id)).await?;
+        self.state
+            .store
+            .save(&DASHBOARD, Some(id), &changes, Some(user.user.id))
+            .await?;
+        let mut result = resource::echo(&SPEC, &body.0);
+        result["last_modified_time"] = json!(chrono::Utc::now().timestamp());
+        Ok(Saved::Ok(Json(
+            json!({"id": id, "result": result, "last_modified_time": chrono::Utc::now().timestamp()}),
+        )))
+    }
+
+    /// Delete a dashboard (owners and admins).
+    #[oai(path = "/:key", method = "delete", operation_id = "dashboard_delete")]
+    async fn delete(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DASHBOARD, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "dashboard")?;
+        self.state.store.delete_records(&DASHBOARD, &[id]).await?;
+        Ok(Json(json!({"message": "OK"})))
+    }
+
+    /// Delete several dashboards: `?q=!(1,2)`.
+    #[oai(path = "/", method = "delete", operation_id = "dashboard_bulk_delete")]
+    async fn bulk_delete(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let ids = resource::ids_query(q.0.as_deref())?;
+        let recs = self
+            .state
+            .store
+            .load(&DASHBOARD, &ids, &["owners", "created_by"])
+            .await?;
+        if recs.len() != ids.iter().collect::<std::collections::BTreeSet<_>>().len() {
+            return Err(ApiError::not_found());
+        }
+        for rec in &recs {
+            resource::ensure_can_change(&user, rec, "dashboard")?;
+        }
+        let n = self.state.store.delete_records(&DASHBOARD, &ids).await?;
+        let noun = if n == 1 { "dashboard" } else { "dashboards" };
+        Ok(Json(json!({"message": format!("Deleted {n} {noun}")})))
+    }
+
+    /// The dashboard's embedded configuration.
+    #[oai(
+        path = "/:key/embedded",
+        method = "get",
+        operation_id = "dashboard_embedded_get"
+    )]
+    async fn embedded(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        Ok(Json(json!({"result": self.embedded_json(id).await?})))
+    }
+
+    /// Enable or update embedding.
+    #[oai(
+        path = "/:key/embedded",
+        method = "post",
+        operation_id = "dashboard_embedded_post"
+    )]
+    async fn embedded_post(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+        body: JsonBody<Json_>,
+    ) -> Result<JsonValue, ApiError> {
+        self.set_embedded(auth, &key.0, &body.0).await
+    }
+
+    /// Enable or update embedding.
+    #[oai(
+        path = "/:key/embedded",
+        method = "put",
+        operation_id = "dashboard_embedded_put"
+    )]
+    async fn embedded_put(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+        body: JsonBody<Json_>,
+    ) -> Result<JsonValue, ApiError> {
+        self.set_embedded(auth, &key.0, &body.0).await
+    }
+
+    /// Disable embedding.
+    #[oai(
+        path = "/:key/embedded",
+        method = "delete",
+        operation_id = "dashboard_embedded_delete"
+    )]
+    async fn embedded_delete(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_set_embedded").await?;
+        let id = self.resolve(&key.0, &user).await?;
+        self.state.store.delete_embedded(id).await?;
+        Ok(Json(json!({"message": "OK"})))
+    }
+}
+
+/// `/api/v1/embedded_dashboard/<uuid>`.
+pub struct EmbeddedApi {
+    pub(super) state: Arc<AppState>,
+}
+
+#[OpenApi(prefix_path = "/api/v1/embedded_dashboard", tag = "Tags::Dashboard")]
+impl EmbeddedApi {
+    /// An embedded dashboard's configuration by its uuid.
+    #[oai(
+        path = "/:uuid",
+        method = "get",
+        operation_id = "embedded_dashboard_get"
+    )]
+    async fn get(&self, auth: Auth, uuid: Path<String>) -> Result<JsonValue, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, "can_read", "EmbeddedDashboard")
+            .await
+            .or(Ok::<(), ApiError>(()))?;
+        let (uuid, did, domains, changed) = self
+            .state
+            .store
+            .embedded(None, Some(&uuid.0))
+            .await?
+            .ok_or_else(ApiError::not_found)?;
+        Ok(Json(json!({"result": {
+            "uuid": uuid,
+            "allowed_domains": serde_json::from_str::<Json_>(&domains).unwrap_or_else(|_| json!([])),
+            "dashboard_id": did.to_string(),
+            "changed_on": resource::iso(changed),
+            "changed_by": Json_::Null,
+        }})))
+    }
+}

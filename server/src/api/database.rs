@@ -1,0 +1,848 @@
+//! `/api/v1/database/`: database connections (Superset's `DatabaseRestApi`).
+//!
+//! Passwords arrive inside `sqlalchemy_uri`, are sealed at rest (see `seal.rs`), and leave
+//! only as `XXXXXXXXXX`. A URI sent back with the mask keeps the stored password.
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::OpenApi;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use serde_json::{Value as Json_, json};
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::{Auth, JsonBody};
+use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
+use crate::app::AppState;
+use crate::auth::CurrentUser;
+use crate::engines::{ConnectionSpec, EngineError};
+use crate::store::Value;
+use crate::store::catalog::{self, CHART, DASHBOARD, DATABASE, DATASET};
+use crate::store::model::{Op, Pred, Record};
+use crate::uri::{ConnectionUri, PASSWORD_MASK};
+
+const BODY: &[BodyField] = &[
+    body("database_name", BodyType::Str(1, 250), true),
+    body("sqlalchemy_uri", BodyType::Str(1, 1024), true),
+    body("cache_timeout", BodyType::Int, false),
+    body("expose_in_sqllab", BodyType::Bool, false),
+    body("allow_run_async", BodyType::Bool, false),
+    body("allow_file_upload", BodyType::Bool, false),
+    body("allow_ctas", BodyType::Bool, false),
+    body("allow_cvas", BodyType::Bool, false),
+    body("allow_dml", BodyType::Bool, false),
+    body("force_ctas_schema", BodyType::Str(0, 250), false),
+    body("impersonate_user", BodyType::Bool, false),
+    body("extra", BodyType::JsonStr, false),
+    body("server_cert", BodyType::Str(0, 100_000), false),
+    body("is_managed_externally", BodyType::Bool, false),
+    body("external_url", BodyType::Str(0, 10_000), false),
+    body("uuid", BodyType::Str(36, 36), false),
+];
+
+/// The database resource.
+pub static SPEC: Spec = Spec {
+    model: &DATABASE,
+    view_menu: "Database",
+    list_title: "List Database",
+    show_title: "Show Database",
+    add_title: "Add Database",
+    edit_title: "Edit Database",
+    list_columns: &[
+        "allow_file_upload",
+        "allow_ctas",
+        "allow_cvas",
+        "allow_dml",
+        "allow_run_async",
+        "allows_cost_estimate",
+        "allows_subquery",
+        "allows_virtual_table_explore",
+        "backend",
+        "changed_on",
+        "changed_on_delta_humanized",
+        "changed_by.first_name",
+        "changed_by.last_name",
+        "created_by.first_name",
+        "created_by.last_name",
+        "database_name",
+        "explore_database_id",
+        "expose_in_sqllab",
+        "extra",
+        "force_ctas_schema",
+        "id",
+        "uuid",
+        "disable_data_preview",
+        "disable_drill_to_detail",
+        "allow_multi_catalog",
+        "engine_information",
+    ],
+    show_columns: &[
+        "id",
+        "uuid",
+        "database_name",
+        "cache_timeout",
+        "expose_in_sqllab",
+        "allow_run_async",
+        "allow_file_upload",
+        "configuration_method",
+        "allow_ctas",
+        "allow_cvas",
+        "allow_dml",
+        "backend",
+        "driver",
+        "force_ctas_schema",
+        "impersonate_user",
+        "is_managed_externally",
+        "engine_information",
+    ],
+    order_columns: &[
+        "allow_file_upload",
+        "allow_dml",
+        "allow_run_async",
+        "changed_on",
+        "changed_on_delta_humanized",
+        "created_by.first_name",
+        "database_name",
+        "expose_in_sqllab",
+        "id",
+    ],
+    search: &[
+        (
+            "allow_file_upload",
+            &[("upload_is_enabled", "Upload Enabled")],
+        ),
+        ("allow_dml", &[]),
+        ("allow_run_async", &[]),
+        ("created_by", &[]),
+        ("changed_by", &[]),
+        ("database_name", &[]),
+        ("expose_in_sqllab", &[]),
+        ("uuid", &[]),
+        ("id", &[]),
+    ],
+    base_order: Some(("changed_on", true)),
+    max_page_size: super::listquery::UNLIMITED_PAGE_SIZE,
+    body: BODY,
+    related: &["created_by", "changed_by"],
+    distinct: &["database_name"],
+    permissions: &["can_read", "can_write", "can_export", "can_upload"],
+};
+
+fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
+    let on = !matches!(f.value, Json_::Bool(false));
+    Ok(Pred::sql("t.allow_file_upload = ?", vec![Value::Bool(on)]))
+}
+
+fn extra_json(rec: &Record) -> Json_ {
+    rec.get::<String>("extra")
+        .and_then(|e| serde_json::from_str::<Json_>(&e).ok())
+        .filter(Json_::is_object)
+        .unwrap_or_else(|| json!({}))
+}
+
+fn backend(rec: &Record) -> &'static str {
+    ConnectionUri::parse(&rec.text("sqlalchemy_uri")).map_or("", |u| u.engine.backend())
+}
+
+fn computed(rec: &Record, col: &str) -> Option<Json_> {
+    let extra = || extra_json(rec);
+    Some(match col {
+        "backend" => json!(backend(rec)),
+        "driver" => json!(match backend(rec) {
+            "postgresql" => "psycopg2",
+            "sqlite" => "pysqlite",
+            _ => "",
+        }),
+        "allows_cost_estimate" => json!(
+            extra()
+                .get("cost_estimate_enabled")
+                .and_then(Json_::as_bool)
+                .unwrap_or(false)
+        ),
+        "allows_subquery" => json!(true),
+        "allows_virtual_table_explore" => json!(
+            extra()
+                .get("allows_virtual_table_explore")
+                .and_then(Json_::as_bool)
+                .unwrap_or(true)
+        ),
+        "disable_data_preview" => json!(
+            extra()
+                .get("disable_data_preview")
+                .and_then(Json_::as_bool)
+                .unwrap_or(false)
+        ),
+        "disable_drill_to_detail" => json!(
+            extra()
+                .get("disable_drill_to_detail")
+                .and_then(Json_::as_bool)
+                .unwrap_or(false)
+        ),
+        "allow_multi_catalog" => json!(
+            extra()
+                .get("allow_multi_catalog")
+                .and_then(Json_::as_bool)
+                .unwrap_or(false)
+        ),
+        "explore_database_id" => json!(rec.id),
+        "configuration_method" => json!("sqlalchemy_form"),
+        "engine_information" => json!({
+            "supports_file_upload": true,
+            "disable_ssh_tunneling": true,
+            "supports_dynamic_catalog": false,
+            "supports_oauth2": false,
+        }),
+        "sqlalchemy_uri" => json!(masked_uri(rec)),
+        _ => return common_computed(rec, col),
+    })
+}
+
+/// The stored URI with the mask standing in for a password, if the database has one.
+fn masked_uri(rec: &Record) -> String {
+    let stored = rec.text("sqlalchemy_uri");
+    match ConnectionUri::parse(&stored) {
+        Ok(mut u) => {
+            if rec.flag("__has_password") {
+                u.password = Some(PASSWORD_MASK.into());
+            }
+            u.masked()
+        }
+        Err(_) => stored,
+    }
+}
+
+/// Superset's SIP-40 body for a failed connection.
+pub fn engine_error(status: StatusCode, engine: crate::uri::Engine, e: &EngineError) -> ApiError {
+    ApiError::sip40(
+        status,
+        e.error_type(),
+        e.message(),
+        json!({"engine_name": crate::engines::engine_name(engine), "invalid": e.invalid()}),
+    )
+}
+
+fn uri_error(e: &crate::uri::UriError) -> ApiError {
+    ApiError::fields(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        json!({"sqlalchemy_uri": [e.to_string()]}),
+    )
+}
+
+/// The connection of a stored database, with its password unsealed (in memory only).
+pub async fn connection_spec(state: &AppState, id: i64) -> Result<ConnectionSpec, ApiError> {
+    let rec = state.store.load_one(&DATABASE, id, &[]).await?;
+    let mut uri = ConnectionUri::parse(&rec.text("sqlalchemy_uri")).map_err(|e| uri_error(&e))?;
+    if let Some(sealed) = state.store.database_secret(id).await? {
+        let plain = state
+            .sealer
+            .open(&sealed, rec.text("uuid").as_bytes())
+            .map_err(|e| ApiError::internal(&e))?;
+        uri.password = Some(String::from_utf8_lossy(&plain).into_owned());
+    }
+    Ok(ConnectionSpec {
+        database_id: id,
+        uri,
+        revision: rec
+            .get::<chrono::NaiveDateTime>("changed_on")
+            .map(|t| t.to_string())
+            .unwrap_or_default(),
+    })
+}
+
+/// The database endpoints.
+pub struct DatabaseApi {
+    pub(super) state: Arc<AppState>,
+}
+
+impl DatabaseApi {
+    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, perm, "Database")
+            .await?;
+        auth.principal
+            .user()
+            .cloned()
+            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
+    }
+
+    /// 404 unless the database exists and is in the user's reach.
+    async fn resolve(&self, id: i64, user: &CurrentUser) -> Result<i64, ApiError> {
+        if !self
+            .state
+            .store
+            .matches(&DATABASE, id, &Pred::all())
+            .await?
+        {
+            return Err(ApiError::not_found());
+        }
+        if !self
+            .state
+            .store
+            .matches(&DATABASE, id, &catalog::database_scope(&user.grants()))
+            .await?
+        {
+            return Err(ApiError::message(StatusCode::FORBIDDEN, "Forbidden"));
+        }
+        Ok(id)
+    }
+
+    async fn load(&self, id: i64, rels: &[&str]) -> Result<Record, ApiError> {
+        let mut rec = self.state.store.load_one(&DATABASE, id, rels).await?;
+        let has = self.state.store.database_secret(id).await?.is_some();
+        rec.values.insert("__has_password", Value::Bool(has));
+        Ok(rec)
+    }
+
+    /// Validates the URI and name, tests the connection, and returns the changes with the
+    /// password split off (`None` = keep stored, `Some(p)` = new password).
+    async fn prepare(
+        &self,
+        body: &Json_,
+        id: Option<i64>,
+    ) -> Result<
+        (
+            catalog::Changes,
+            Option<Option<String>>,
+            Option<ConnectionUri>,
+        ),
+        ApiError,
+    > {
+        let mut changes = resource::changes_from_body(&SPEC, body, id.is_none())?;
+        if let Some(Value::Text(name)) = changes.get("database_name").cloned() {
+            let name = name.trim().to_owned();
+            if let Some(other) = self
+                .state
+                .store
+                .find_id(&DATABASE, "database_name", Value::Text(name.clone()))
+                .await?
+                && Some(other) != id
+            {
+                return Err(ApiError::fields(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"database_name": ["A database with the same name already exists."]}),
+                ));
+            }
+            changes.set("database_name", name);
+        }
+        let Some(Value::Text(raw)) = changes.get("sqlalchemy_uri").cloned() else {
+            return Ok((changes, None, None));
+        };
+        let mut uri = ConnectionUri::parse(&raw).map_err(|e| uri_error(&e))?;
+        let password = match uri.password.as_deref() {
+            Some(PASSWORD_MASK) => {
+                // The client echoed the mask: keep (and test with) the stored password.
+                match id {
+                    Some(id) => {
+                        let stored = connection_spec(&self.state, id).await?;
+                        uri.password = stored.uri.password;
+                    }
+                    None => uri.password = None,
+                }
+                None
+            }
+            Some(p) => Some(Some(p.to_owned())),
+            None => Some(None),
+        };
+        changes.set("sqlalchemy_uri", uri.without_password());
+        Ok((changes, password, Some(uri)))
+    }
+
+    async fn test(&self, uri: &ConnectionUri, status: StatusCode) -> Result<(), ApiError> {
+        let spec = ConnectionSpec {
+            database_id: 0,
+            uri: uri.clone(),
+            revision: String::new(),
+        };
+        self.state
+            .engines
+            .test_connection(&spec)
+            .await
+            .map_err(|e| {
+                tracing::info!(
+                    error_type = e.error_type(),
+                    "database connection test failed"
+                );
+                engine_error(status, uri.engine, &e)
+            })
+    }
+
+    fn seal(
+        &self,
+        password: Option<Option<String>>,
+        uuid: &str,
+    ) -> Result<Option<Option<Vec<u8>>>, ApiError> {
+        password
+            .map(|p| {
+                p.map(|p| {
+                    self.state
+                        .sealer
+                        .seal(p.as_bytes(), uuid.as_bytes())
+                        .map_err(|e| ApiError::internal(&e))
+                })
+                .transpose()
+            })
+            .transpose()
+    }
+
+    fn result(&self, body: &Json_, rec: &Record) -> Json_ {
+        let mut result = resource::echo(&SPEC, body);
+        result["sqlalchemy_uri"] = json!(masked_uri(rec));
+        result["uuid"] = json!(rec.text("uuid"));
+        result["expose_in_sqllab"] = json!(rec.flag("expose_in_sqllab"));
+        result["configuration_method"] = json!("sqlalchemy_form");
+        result["driver"] = computed(rec, "driver").unwrap_or_default();
+        result
+    }
+
+    async fn pk_spec(&self, auth: &Auth, pk: i64, perm: &str) -> Result<ConnectionSpec, ApiError> {
+        let user = self.user(auth, perm).await?;
+        self.resolve(pk, &user).await?;
+        connection_spec(&self.state, pk).await
+    }
+}
+
+fn q_value(q: Option<&str>) -> Result<Json_, ApiError> {
+    super::listquery::decode_q(q).map_err(|e| ApiError::bad_request(e.message()))
+}
+
+#[OpenApi(prefix_path = "/api/v1/database", tag = "Tags::Database")]
+impl DatabaseApi {
+    /// List database connections.
+    #[oai(path = "/", method = "get", operation_id = "database_list")]
+    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::database_scope(&user.grants());
+        resource::list(
+            &self.state,
+            &SPEC,
+            q.0.as_deref(),
+            Some(&user),
+            scope,
+            &custom,
+            &computed,
+        )
+        .await
+    }
+
+    /// Form and filter metadata.
+    #[oai(path = "/_info", method = "get", operation_id = "database_info")]
+    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
+    }
+
+    /// Values of a related column.
+    #[oai(
+        path = "/related/:col",
+        method = "get",
+        operation_id = "database_related"
+    )]
+    async fn related(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        self.user(&auth, "can_read").await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+    }
+
+    /// Distinct values of a column.
+    #[oai(
+        path = "/distinct/:col",
+        method = "get",
+        operation_id = "database_distinct"
+    )]
+    async fn distinct(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::database_scope(&user.grants());
+        resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
+    }
+
+    /// One database connection.
+    #[oai(path = "/:pk", method = "get", operation_id = "database_get")]
+    async fn get(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
+    }
+
+    /// The connection settings (URI with the password masked).
+    #[oai(
+        path = "/:pk/connection",
+        method = "get",
+        operation_id = "database_connection"
+    )]
+    async fn connection(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let rec = self.load(id, &[]).await?;
+        let mut cols: Vec<&str> = SPEC.show_columns.to_vec();
+        cols.extend([
+            "sqlalchemy_uri",
+            "extra",
+            "server_cert",
+            "changed_on",
+            "created_on",
+        ]);
+        let mut result = resource::render(&DATABASE, &rec, &cols, &computed);
+        result["parameters"] = json!({});
+        result["parameters_schema"] = json!({});
+        result["masked_encrypted_extra"] = Json_::Null;
+        Ok(Json(json!({"id": id, "result": result})))
+    }
+
+    /// Create a database connection (tested first).
+    #[oai(path = "/", method = "post", operation_id = "database_post")]
+    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let (mut changes, password, uri) = self.prepare(&body.0, None).await?;
+        if let Some(uri) = &uri {
+            self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
+        }
+        let uuid = match changes.get("uuid") {
+            Some(Value::Text(u)) => u.clone(),
+            _ => uuid::Uuid::new_v4().to_string(),
+        };
+        changes.set("uuid", uuid.clone());
+        let sealed = self.seal(password, &uuid)?;
+        let id = self
+            .state
+            .store
+            .save_database(None, &changes, sealed, Some(user.user.id))
+            .await?;
+        tracing::info!(database_id = id, "database created");
+        let rec = self.load(id, &[]).await?;
+        Ok(Saved::Created(Json(
+            json!({"id": id, "result": self.result(&body.0, &rec)}),
+        )))
+    }
+
+    /// Update a database connection.
+    #[oai(path = "/:pk", method = "put", operation_id = "database_put")]
+    async fn put(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        body: JsonBody<Json_>,
+    ) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let (mut changes, password, uri) = self.prepare(&body.0, Some(id)).await?;
+        if let Some(uri) = &uri {
+            self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
+        }
+        changes.values.retain(|(n, _)| *n != "uuid");
+        let rec = self.load(id, &[]).await?;
+        let sealed = self.seal(password, &rec.text("uuid"))?;
+        self.state
+            .store
+            .save_database(Some(id), &changes, sealed, Some(user.user.id))
+            .await?;
+        self.state.engines.forget(id);
+        let rec = self.load(id, &[]).await?;
+        Ok(Saved::Ok(Json(
+            json!({"id": id, "result": self.result(&body.0, &rec)}),
+        )))
+    }
+
+    /// Delete a database connection without datasets.
+    #[oai(path = "/:pk", method = "delete", operation_id = "database_delete")]
+    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        match self.state.store.delete_database(id).await {
+            Err(crate::store::Error::Conflict { message }) => {
+                return Err(ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, message));
+            }
+            other => other?,
+        }
+        self.state.engines.forget(id);
+        Ok(Json(json!({"message": "OK"})))
+    }
+
+    /// Test connection settings without saving them.
+    #[oai(
+        path = "/test_connection",
+        method = "post",
+        operation_id = "database_test_connection"
+    )]
+    async fn test_connection(
+        &self,
+        auth: Auth,
+        body: JsonBody<Json_>,
+    ) -> Result<JsonValue, ApiError> {
+        self.user(&auth, "can_write").await?;
+        let Some(raw) = body.0.get("sqlalchemy_uri").and_then(Json_::as_str) else {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"sqlalchemy_uri": ["Missing data for required field."]}),
+            ));
+        };
+        let mut uri = ConnectionUri::parse(raw).map_err(|e| uri_error(&e))?;
+        if uri.password.as_deref() == Some(PASSWORD_MASK) {
+            // Testing an existing connection from its edit form: use the stored password.
+            let name = body
+                .0
+                .get("database_name")
+                .and_then(Json_::as_str)
+                .unwrap_or("");
+            uri.password = None;
+            if let Some(id) = self
+                .state
+                .store
+                .find_id(&DATABASE, "database_name", Value::Text(name.into()))
+                .await?
+            {
+                uri.password = connection_spec(&self.state, id).await?.uri.password;
+            }
+        }
+        self.test(&uri, StatusCode::BAD_REQUEST).await?;
+        Ok(Json(json!({"message": "OK"})))
+    }
+
+    /// Schemas of the database.
+    #[oai(
+        path = "/:pk/schemas",
+        method = "get",
+        operation_id = "database_schemas"
+    )]
+    async fn schemas(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        q_value(q.0.as_deref())?;
+        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let schemas = self
+            .state
+            .engines
+            .schemas(&spec)
+            .await
+            .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
+        Ok(Json(json!({"result": schemas})))
+    }
+
+    /// Tables and views of a schema.
+    #[oai(path = "/:pk/tables", method = "get", operation_id = "database_tables")]
+    async fn tables(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let v = q_value(q.0.as_deref())?;
+        let Some(schema) = v.get("schema_name").and_then(Json_::as_str) else {
+            return Err(ApiError::bad_request(
+                "Not a valid rison schema 'schema_name' is a required property",
+            ));
+        };
+        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let tables = self
+            .state
+            .engines
+            .tables(&spec, schema)
+            .await
+            .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
+        let result: Vec<Json_> = tables
+            .iter()
+            .map(|t| json!({"value": t.name, "type": t.kind.as_str(), "extra": Json_::Null}))
+            .collect();
+        Ok(Json(json!({"count": result.len(), "result": result})))
+    }
+
+    /// Columns, keys and indexes of a table.
+    #[oai(
+        path = "/:pk/table_metadata",
+        method = "get",
+        operation_id = "database_table_metadata"
+    )]
+    async fn table_metadata(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        name: Query<Option<String>>,
+        schema: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let Some(table) = name.0.filter(|n| !n.is_empty()) else {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"name": ["Missing data for required field."]}),
+            ));
+        };
+        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let meta = self
+            .state
+            .engines
+            .table_metadata(&spec, schema.0.as_deref(), &table)
+            .await
+            .map_err(|e| match e {
+                EngineError::TableNotFound { .. } => ApiError::sip40(
+                    StatusCode::NOT_FOUND,
+                    "TABLE_NOT_FOUND_ERROR",
+                    format!("No such table: {table}"),
+                    json!({}),
+                ),
+                e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e),
+            })?;
+        let pk_cols: Vec<String> = meta
+            .primary_key
+            .as_ref()
+            .map(|p| p.column_names.clone())
+            .unwrap_or_default();
+        let columns: Vec<Json_> = meta
+            .columns
+            .iter()
+            .map(|c| {
+                let short = c.type_name.split('(').next().unwrap_or("").trim().to_owned();
+                let keys: Vec<Json_> = if pk_cols.contains(&c.name) {
+                    vec![json!({"column_names": pk_cols, "name": meta.primary_key.as_ref().map(|p| p.name.clone()), "type": "pk"})]
+                } else {
+                    vec![]
+                };
+                json!({"name": c.name, "type": short, "longType": c.type_name, "keys": keys, "comment": c.comment})
+            })
+            .collect();
+        let select_star =
+            crate::engines::select_star(spec.uri.engine, schema.0.as_deref(), &table, 100);
+        Ok(Json(json!({
+            "name": table,
+            "columns": columns,
+            "selectStar": select_star,
+            "primaryKey": meta.primary_key.as_ref().map(|p| json!({"column_names": p.column_names, "name": p.name, "type": "pk"})),
+            "foreignKeys": meta.foreign_keys.iter().map(|f| json!({
+                "name": f.name, "constrained_columns": f.constrained_columns,
+                "referred_schema": f.referred_schema, "referred_table": f.referred_table,
+                "referred_columns": f.referred_columns, "type": "fk",
+            })).collect::<Vec<_>>(),
+            "indexes": meta.indexes.iter().map(|i| json!({
+                "name": i.name, "column_names": i.column_names, "unique": i.unique, "type": "index",
+            })).collect::<Vec<_>>(),
+            "comment": meta.comment,
+        })))
+    }
+
+    /// `SELECT *` for a table (default schema).
+    #[oai(
+        path = "/:pk/select_star/:table",
+        method = "get",
+        operation_id = "database_select_star"
+    )]
+    async fn select_star(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        table: Path<String>,
+    ) -> Result<JsonValue, ApiError> {
+        self.select_star_in(auth, pk, table, Path(String::new()))
+            .await
+    }
+
+    /// `SELECT *` for a table in a schema.
+    #[oai(
+        path = "/:pk/select_star/:table/:schema",
+        method = "get",
+        operation_id = "database_select_star_schema"
+    )]
+    async fn select_star_in(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        table: Path<String>,
+        schema: Path<String>,
+    ) -> Result<JsonValue, ApiError> {
+        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let schema = Some(schema.0).filter(|s| !s.is_empty());
+        self.state
+            .engines
+            .table_metadata(&spec, schema.as_deref(), &table.0)
+            .await
+            .map_err(|e| match e {
+                EngineError::TableNotFound { .. } => ApiError::sip40(
+                    StatusCode::NOT_FOUND,
+                    "TABLE_NOT_FOUND_ERROR",
+                    format!("No such table: {}", table.0),
+                    json!({}),
+                ),
+                e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e),
+            })?;
+        let sql = crate::engines::select_star(spec.uri.engine, schema.as_deref(), &table.0, 100);
+        Ok(Json(json!({"result": sql})))
+    }
+
+    /// Charts and dashboards built on the database.
+    #[oai(
+        path = "/:pk/related_objects",
+        method = "get",
+        operation_id = "database_related_objects"
+    )]
+    async fn related_objects(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let datasets = Pred::field(&DATASET, "database", Op::RelOneToMany, Value::Int(id))?;
+        let (_, ds_ids) = self
+            .state
+            .store
+            .list_ids(&DATASET, &datasets, None, None)
+            .await?;
+        Ok(Json(related_objects(&self.state, &ds_ids, true).await?))
+    }
+}
+
+/// Charts and dashboards using any of the datasets (shared by database and dataset).
+pub async fn related_objects(
+    state: &AppState,
+    dataset_ids: &[i64],
+    tab_states: bool,
+) -> Result<Json_, ApiError> {
+    let charts_pred = Pred::And(vec![
+        Pred::sql("t.datasource_type = ?", vec![Value::Text("table".into())]),
+        Pred::field_in(
+            &CHART,
+            "datasource_id",
+            dataset_ids.iter().map(|i| Value::Int(*i)).collect(),
+        )?,
+    ]);
+    let (_, chart_ids) = state
+        .store
+        .list_ids(&CHART, &charts_pred, None, None)
+        .await?;
+    let charts = state
+        .store
+        .load(&CHART, &chart_ids, &["dashboards"])
+        .await?;
+    let mut dash_ids: Vec<i64> = charts
+        .iter()
+        .flat_map(|c| c.related("dashboards").iter().map(|d| d.id))
+        .collect();
+    dash_ids.sort_unstable();
+    dash_ids.dedup();
+    let dashboards = state.store.load(&DASHBOARD, &dash_ids, &[]).await?;
+    let mut out = json!({
+        "charts": {"count": charts.len(), "result": charts.iter().map(|c| json!({
+            "id": c.id, "slice_name": c.text("slice_name"), "viz_type": c.text("viz_type"),
+        })).collect::<Vec<_>>()},
+        "dashboards": {"count": dashboards.len(), "result": dashboards.iter().map(|d| json!({
+            "id": d.id, "json_metadata": d.get::<String>("json_metadata"), "slug": d.get::<String>("slug"),
+            "title": d.text("dashboard_title"),
+        })).collect::<Vec<_>>()},
+    });
+    if tab_states {
+        out["sqllab_tab_states"] = json!({"count": 0, "result": []});
+    }
+    Ok(out)
+}

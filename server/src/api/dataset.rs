@@ -1,0 +1,1240 @@
+//! `/api/v1/dataset/`: datasets (Superset's `DatasetRestApi`), physical (a table) or virtual
+//! (an SQL query), with columns introspected from the database.
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::OpenApi;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use serde_json::{Map, Value as Json_, json};
+
+use super::Tags;
+use super::database::{connection_spec, engine_error};
+use super::error::ApiError;
+use super::extract::{Auth, JsonBody};
+use super::resource::{
+    self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, value_json,
+};
+use crate::app::AppState;
+use crate::auth::CurrentUser;
+use crate::engines::{ColumnInfo, EngineError};
+use crate::store::Value;
+use crate::store::catalog::{self, ChildWrite, DATABASE, DATASET, DATASET_COLUMN, DATASET_METRIC};
+use crate::store::model::{Op, Pred, Record};
+
+const BODY: &[BodyField] = &[
+    BodyField {
+        key: "database",
+        field: "database",
+        ty: BodyType::Int,
+        required: true,
+        nullable: false,
+    },
+    BodyField {
+        key: "database_id",
+        field: "database",
+        ty: BodyType::Int,
+        required: false,
+        nullable: false,
+    },
+    body("catalog", BodyType::Str(0, 250), false),
+    body("schema", BodyType::Str(0, 250), false),
+    body("table_name", BodyType::Str(1, 250), true),
+    body("sql", BodyType::Str(0, 10_000_000), false),
+    body("owners", BodyType::Ids, false),
+    body("description", BodyType::Str(0, 100_000), false),
+    body("main_dttm_col", BodyType::Str(0, 250), false),
+    body("filter_select_enabled", BodyType::Bool, false),
+    body("fetch_values_predicate", BodyType::Str(0, 100_000), false),
+    body("normalize_columns", BodyType::Bool, false),
+    body("always_filter_main_dttm", BodyType::Bool, false),
+    body("offset", BodyType::Int, false),
+    body("default_endpoint", BodyType::Str(0, 10_000), false),
+    body("cache_timeout", BodyType::Int, false),
+    body("is_sqllab_view", BodyType::Bool, false),
+    body("template_params", BodyType::Str(0, 100_000), false),
+    body("extra", BodyType::JsonStr, false),
+    body("is_managed_externally", BodyType::Bool, false),
+    body("external_url", BodyType::Str(0, 10_000), false),
+    body("uuid", BodyType::Str(36, 36), false),
+];
+
+/// The dataset resource.
+pub static SPEC: Spec = Spec {
+    model: &DATASET,
+    view_menu: "Dataset",
+    list_title: "List Sqla Table",
+    show_title: "Show Sqla Table",
+    add_title: "Add Sqla Table",
+    edit_title: "Edit Sqla Table",
+    list_columns: &[
+        "id",
+        "uuid",
+        "database.id",
+        "database.database_name",
+        "database.uuid",
+        "changed_by_name",
+        "changed_by.first_name",
+        "changed_by.last_name",
+        "changed_by.id",
+        "changed_on_utc",
+        "changed_on_delta_humanized",
+        "default_endpoint",
+        "description",
+        "datasource_type",
+        "explore_url",
+        "extra",
+        "kind",
+        "owners.id",
+        "owners.first_name",
+        "owners.last_name",
+        "catalog",
+        "schema",
+        "sql",
+        "table_name",
+    ],
+    show_columns: &[],
+    order_columns: &[
+        "table_name",
+        "catalog",
+        "schema",
+        "changed_by.first_name",
+        "changed_on_delta_humanized",
+        "database.database_name",
+        "id",
+        "changed_on",
+    ],
+    search: &[
+        ("id", &[("dataset_is_certified", "Is certified")]),
+        ("uuid", &[]),
+        ("database", &[]),
+        ("owners", &[]),
+        ("catalog", &[]),
+        ("schema", &[]),
+        ("sql", &[("dataset_is_null_or_empty", "Null or Empty")]),
+        ("table_name", &[]),
+        ("created_by", &[]),
+        ("changed_by", &[]),
+    ],
+    base_order: Some(("changed_on", true)),
+    max_page_size: super::listquery::FAB_API_MAX_PAGE_SIZE,
+    body: BODY,
+    related: &["owners", "database", "created_by", "changed_by"],
+    distinct: &["schema", "table_name", "catalog"],
+    permissions: &[
+        "can_read",
+        "can_write",
+        "can_export",
+        "can_duplicate",
+        "can_get_or_create_dataset",
+        "can_get_drill_info",
+        "can_warm_up_cache",
+    ],
+};
+
+fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
+    let on = !matches!(f.value, Json_::Bool(false));
+    Ok(match (f.opr.as_str(), on) {
+        ("dataset_is_null_or_empty", true) => Pred::sql("t.sql IS NULL OR t.sql = ''", vec![]),
+        ("dataset_is_null_or_empty", false) => {
+            Pred::sql("t.sql IS NOT NULL AND t.sql <> ''", vec![])
+        }
+        (_, true) => Pred::sql(
+            "t.extra LIKE ?",
+            vec![Value::Text("%\"certified_by\"%".into())],
+        ),
+        (_, false) => Pred::sql(
+            "t.extra IS NULL OR t.extra NOT LIKE ?",
+            vec![Value::Text("%\"certified_by\"%".into())],
+        ),
+    })
+}
+
+fn is_virtual(rec: &Record) -> bool {
+    rec.get::<String>("sql")
+        .is_some_and(|s| !s.trim().is_empty())
+}
+
+fn computed(rec: &Record, col: &str) -> Option<Json_> {
+    Some(match col {
+        "kind" => json!(if is_virtual(rec) {
+            "virtual"
+        } else {
+            "physical"
+        }),
+        "datasource_type" => json!("table"),
+        "explore_url" => json!(format!(
+            "/explore/?datasource_type=table&datasource_id={}",
+            rec.id
+        )),
+        "url" => json!(format!("/tablemodelview/edit/{}", rec.id)),
+        "uid" => json!(format!("{}__table", rec.id)),
+        "datasource_name" => json!(rec.text("table_name")),
+        "name" => json!(full_name(rec)),
+        _ => return common_computed(rec, col),
+    })
+}
+
+fn full_name(rec: &Record) -> String {
+    match rec.get::<String>("schema").filter(|s| !s.is_empty()) {
+        Some(s) => format!("{s}.{}", rec.text("table_name")),
+        None => rec.text("table_name"),
+    }
+}
+
+/// Superset's `GenericDataType` of a column type, and whether it is temporal.
+fn type_generic(ty: &str) -> i64 {
+    crate::engines::generic_type(ty).map_or(1, |g| i64::from(g.code()))
+}
+
+fn column_json(c: &Record) -> Json_ {
+    json!({
+        "id": c.id,
+        "uuid": c.text("uuid"),
+        "column_name": c.text("column_name"),
+        "verbose_name": c.get::<String>("verbose_name"),
+        "description": c.get::<String>("description"),
+        "expression": c.get::<String>("expression"),
+        "filterable": c.flag("filterable"),
+        "groupby": c.flag("groupby"),
+        "is_active": c.flag("is_active"),
+        "is_dttm": c.flag("is_dttm"),
+        "python_date_format": c.get::<String>("python_date_format"),
+        "type": c.get::<String>("type"),
+        "type_generic": type_generic(&c.text("type")),
+        "advanced_data_type": c.get::<String>("advanced_data_type"),
+        "extra": c.get::<String>("extra"),
+        "certified_by": Json_::Null,
+        "certification_details": Json_::Null,
+        "is_certified": false,
+        "warning_markdown": Json_::Null,
+        "changed_on": c.get::<chrono::NaiveDateTime>("changed_on").map(resource::iso),
+        "created_on": c.get::<chrono::NaiveDateTime>("created_on").map(resource::iso),
+    })
+}
+
+fn metric_json(m: &Record) -> Json_ {
+    json!({
+        "id": m.id,
+        "uuid": m.text("uuid"),
+        "metric_name": m.text("metric_name"),
+        "verbose_name": m.get::<String>("verbose_name"),
+        "metric_type": m.get::<String>("metric_type"),
+        "expression": m.text("expression"),
+        "description": m.get::<String>("description"),
+        "d3format": m.get::<String>("d3format"),
+        "currency": m.get::<String>("currency").and_then(|c| serde_json::from_str::<Json_>(&c).ok()),
+        "extra": m.get::<String>("extra"),
+        "warning_text": m.get::<String>("warning_text"),
+        "certified_by": Json_::Null,
+        "certification_details": Json_::Null,
+        "is_certified": false,
+        "warning_markdown": Json_::Null,
+        "changed_on": m.get::<chrono::NaiveDateTime>("changed_on").map(resource::iso),
+        "created_on": m.get::<chrono::NaiveDateTime>("created_on").map(resource::iso),
+    })
+}
+
+async fn children(state: &AppState, id: i64) -> Result<(Vec<Record>, Vec<Record>), ApiError> {
+    let by_table = |m| Pred::field(m, "table_id", Op::Eq, Value::Int(id));
+    let (_, cids) = state
+        .store
+        .list_ids(&DATASET_COLUMN, &by_table(&DATASET_COLUMN)?, None, None)
+        .await?;
+    let (_, mids) = state
+        .store
+        .list_ids(&DATASET_METRIC, &by_table(&DATASET_METRIC)?, None, None)
+        .await?;
+    Ok((
+        state.store.load(&DATASET_COLUMN, &cids, &[]).await?,
+        state.store.load(&DATASET_METRIC, &mids, &[]).await?,
+    ))
+}
+
+fn database_json(db: Option<&Record>) -> Json_ {
+    db.map_or(Json_::Null, |d| {
+        let backend = crate::uri::ConnectionUri::parse(&d.text("sqlalchemy_uri"))
+            .map_or("", |u| u.engine.backend());
+        json!({
+            "id": d.id,
+            "database_name": d.text("database_name"),
+            "uuid": d.text("uuid"),
+            "backend": backend,
+            "allow_multi_catalog": false,
+            "allows_subquery": true,
+            "allows_cost_estimate": false,
+            "allows_virtual_table_explore": true,
+            "disable_data_preview": false,
+            "disable_drill_to_detail": false,
+            "explore_database_id": d.id,
+            "name": d.text("database_name"),
+        })
+    })
+}
+
+fn users_json(users: &[Record]) -> Json_ {
+    json!(users.iter().map(|u| json!({"id": u.id, "first_name": u.text("first_name"), "last_name": u.text("last_name")})).collect::<Vec<_>>())
+}
+
+/// The show payload of a dataset (`GET /dataset/<pk>`).
+async fn show_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
+    let rec = state
+        .store
+        .load_one(
+            &DATASET,
+            id,
+            &["database", "owners", "created_by", "changed_by"],
+        )
+        .await?;
+    let (columns, metrics) = children(state, id).await?;
+    let mut out = Map::new();
+    for (name, v) in &rec.values {
+        out.insert((*name).to_owned(), value_json(v));
+    }
+    out.remove("perm");
+    out.remove("catalog_perm");
+    out.insert("id".into(), json!(id));
+    for c in [
+        "kind",
+        "datasource_type",
+        "url",
+        "uid",
+        "datasource_name",
+        "name",
+        "changed_on_delta_humanized",
+        "created_on_delta_humanized",
+        "changed_by_name",
+    ] {
+        out.insert(c.into(), computed(&rec, c).unwrap_or_default());
+    }
+    out.insert(
+        "changed_on_humanized".into(),
+        out["changed_on_delta_humanized"].clone(),
+    );
+    out.insert(
+        "created_on_humanized".into(),
+        out["created_on_delta_humanized"].clone(),
+    );
+    out.insert("database".into(), database_json(rec.one("database")));
+    out.insert("owners".into(), users_json(rec.related("owners")));
+    for rel in ["created_by", "changed_by"] {
+        out.insert(
+            rel.into(),
+            rec.one(rel).map_or(Json_::Null, |u| json!({"id": u.id, "first_name": u.text("first_name"), "last_name": u.text("last_name")})),
+        );
+    }
+    let engine = rec
+        .one("database")
+        .and_then(|d| crate::uri::ConnectionUri::parse(&d.text("sqlalchemy_uri")).ok())
+        .map(|u| u.engine);
+    out.insert(
+        "select_star".into(),
+        json!(engine.map(|e| crate::engines::select_star(
+            e,
+            rec.get::<String>("schema").as_deref(),
+            &rec.text("table_name"),
+            100
+        ))),
+    );
+    out.insert(
+        "columns".into(),
+        json!(columns.iter().map(column_json).collect::<Vec<_>>()),
+    );
+    out.insert(
+        "metrics".into(),
+        json!(metrics.iter().map(metric_json).collect::<Vec<_>>()),
+    );
+    let dttm: Vec<Json_> = columns
+        .iter()
+        .filter(|c| c.flag("is_dttm"))
+        .map(|c| json!([c.text("column_name"), c.text("column_name")]))
+        .collect();
+    out.insert("granularity_sqla".into(), json!(dttm));
+    out.insert(
+        "time_grain_sqla".into(),
+        json!([
+            ["PT1S", "Second"],
+            ["PT1M", "Minute"],
+            ["PT1H", "Hour"],
+            ["P1D", "Day"],
+            ["P1W", "Week"],
+            ["P1M", "Month"],
+            ["P3M", "Quarter"],
+            ["P1Y", "Year"]
+        ]),
+    );
+    let mut verbose = Map::new();
+    verbose.insert("__timestamp".into(), json!("Time"));
+    for c in &columns {
+        verbose.insert(
+            c.text("column_name"),
+            json!(
+                c.get::<String>("verbose_name")
+                    .unwrap_or_else(|| c.text("column_name"))
+            ),
+        );
+    }
+    for m in &metrics {
+        verbose.insert(
+            m.text("metric_name"),
+            json!(
+                m.get::<String>("verbose_name")
+                    .unwrap_or_else(|| m.text("metric_name"))
+            ),
+        );
+    }
+    out.insert("verbose_map".into(), Json_::Object(verbose));
+    let formats: Map<String, Json_> = metrics
+        .iter()
+        .filter_map(|m| {
+            m.get::<String>("d3format")
+                .map(|f| (m.text("metric_name"), json!(f)))
+        })
+        .collect();
+    out.insert("column_formats".into(), Json_::Object(formats));
+    let mut order_by = Vec::new();
+    for c in &columns {
+        let n = c.text("column_name");
+        order_by.push(json!([json!([n, true]).to_string(), format!("{n} [asc]")]));
+        order_by.push(json!([
+            json!([n, false]).to_string(),
+            format!("{n} [desc]")
+        ]));
+    }
+    out.insert("order_by_choices".into(), json!(order_by));
+    Ok(Json_::Object(out))
+}
+
+/// `dataset.data`, as explore and `/dashboard/<id>/datasets` return it.
+pub async fn dataset_data(state: &AppState, id: i64) -> Result<Json_, ApiError> {
+    let mut d = show_json(state, id).await?;
+    d["type"] = json!("table");
+    d["filter_select"] = d["filter_select_enabled"].clone();
+    d["edit_url"] = json!(format!("/tablemodelview/edit/{id}"));
+    d["params"] = Json_::Null;
+    d["health_check_message"] = Json_::Null;
+    d["column_names"] = json!(
+        d["columns"]
+            .as_array()
+            .map(|c| c
+                .iter()
+                .map(|c| c["column_name"].clone())
+                .collect::<Vec<_>>())
+            .unwrap_or_default()
+    );
+    d["column_types"] = json!(
+        d["columns"]
+            .as_array()
+            .map(|c| c
+                .iter()
+                .map(|c| c["type_generic"].clone())
+                .collect::<Vec<_>>())
+            .unwrap_or_default()
+    );
+    Ok(d)
+}
+
+fn child_writes(items: &Json_, key: &str, metric: bool) -> Result<Vec<ChildWrite>, ApiError> {
+    let Some(items) = items.as_array() else {
+        return Err(ApiError::fields(
+            StatusCode::BAD_REQUEST,
+            json!({ key: ["Not a valid list."] }),
+        ));
+    };
+    let mut out = Vec::new();
+    let mut names = std::collections::BTreeSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let bad = |field: &str, msg: &str| {
+            ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({ key: { i.to_string(): { field: [msg] } } }),
+            )
+        };
+        let Some(obj) = item.as_object() else {
+            return Err(bad("_schema", "Invalid input type."));
+        };
+        let texts: &[&'static str] = if metric {
+            &[
+                "metric_name",
+                "expression",
+                "metric_type",
+                "d3format",
+                "verbose_name",
+                "warning_text",
+                "description",
+                "extra",
+                "uuid",
+            ]
+        } else {
+            &[
+                "column_name",
+                "type",
+                "advanced_data_type",
+                "verbose_name",
+                "description",
+                "expression",
+                "extra",
+                "python_date_format",
+                "uuid",
+            ]
+        };
+        let bools: &[&'static str] = if metric {
+            &[]
+        } else {
+            &["filterable", "groupby", "is_active", "is_dttm"]
+        };
+        let required: &[&str] = if metric {
+            &["metric_name", "expression"]
+        } else {
+            &["column_name"]
+        };
+        let mut w = ChildWrite {
+            id: None,
+            values: vec![],
+        };
+        for r in required {
+            if !obj
+                .get(*r)
+                .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+            {
+                return Err(bad(r, "Missing data for required field."));
+            }
+        }
+        for f in texts {
+            match obj.get(*f) {
+                None => {}
+                Some(Json_::Null) => w.values.push((f, Value::Null)),
+                Some(Json_::String(s)) => w.values.push((f, Value::Text(s.clone()))),
+                Some(_) => return Err(bad(f, "Not a valid string.")),
+            }
+        }
+        if metric {
+            match obj.get("currency") {
+                None => {}
+                Some(Json_::Null) => w.values.push(("currency", Value::Null)),
+                Some(Json_::String(s)) => w.values.push(("currency", Value::Text(s.clone()))),
+                Some(v @ Json_::Object(_)) => {
+                    w.values.push(("currency", Value::Text(v.to_string())))
+                }
+                Some(_) => return Err(bad("currency", "Not a valid string.")),
+            }
+        }
+        for f in bools {
+            match obj.get(*f) {
+                None | Some(Json_::Null) => {}
+                Some(Json_::Bool(b)) => w.values.push((f, Value::Bool(*b))),
+                Some(_) => return Err(bad(f, "Not a valid boolean.")),
+            }
+        }
+        match obj.get("id") {
+            None | Some(Json_::Null) => {}
+            Some(v) => {
+                w.id = Some(
+                    v.as_i64()
+                        .ok_or_else(|| bad("id", "Not a valid integer."))?,
+                )
+            }
+        }
+        let name = obj
+            .get(if metric { "metric_name" } else { "column_name" })
+            .and_then(Json_::as_str)
+            .unwrap_or("");
+        if !names.insert(name.to_owned()) {
+            let msg = if metric {
+                "One or more metrics are duplicated"
+            } else {
+                "One or more columns are duplicated"
+            };
+            return Err(ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({ key: [msg] }),
+            ));
+        }
+        out.push(w);
+    }
+    Ok(out)
+}
+
+fn introspected(cols: &[ColumnInfo]) -> Vec<ChildWrite> {
+    cols.iter()
+        .map(|c| ChildWrite {
+            id: None,
+            values: vec![
+                ("column_name", Value::Text(c.name.clone())),
+                ("type", Value::Text(c.type_name.clone())),
+                ("is_dttm", Value::Bool(c.is_dttm)),
+                ("groupby", Value::Bool(true)),
+                ("filterable", Value::Bool(true)),
+                ("is_active", Value::Bool(true)),
+            ],
+        })
+        .collect()
+}
+
+fn count_metric() -> ChildWrite {
+    ChildWrite {
+        id: None,
+        values: vec![
+            ("metric_name", Value::Text("count".into())),
+            ("verbose_name", Value::Text("COUNT(*)".into())),
+            ("metric_type", Value::Text("count".into())),
+            ("expression", Value::Text("COUNT(*)".into())),
+        ],
+    }
+}
+
+/// The dataset endpoints.
+pub struct DatasetApi {
+    pub(super) state: Arc<AppState>,
+}
+
+impl DatasetApi {
+    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, perm, "Dataset")
+            .await?;
+        auth.principal
+            .user()
+            .cloned()
+            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
+    }
+
+    async fn resolve(&self, id: i64, user: &CurrentUser) -> Result<i64, ApiError> {
+        if !self.state.store.matches(&DATASET, id, &Pred::all()).await? {
+            return Err(ApiError::not_found());
+        }
+        if !self
+            .state
+            .store
+            .matches(&DATASET, id, &catalog::dataset_scope(&user.grants()))
+            .await?
+        {
+            return Err(ApiError::message(StatusCode::FORBIDDEN, "Forbidden"));
+        }
+        Ok(id)
+    }
+
+    /// The columns of a table or query, from the database itself.
+    async fn introspect(
+        &self,
+        database: i64,
+        schema: Option<&str>,
+        table: &str,
+        sql: Option<&str>,
+    ) -> Result<Vec<ColumnInfo>, ApiError> {
+        let spec = connection_spec(&self.state, database).await?;
+        match sql.filter(|s| !s.trim().is_empty()) {
+            Some(sql) => self
+                .state
+                .engines
+                .query_columns(&spec, sql)
+                .await
+                .map_err(|e| {
+                    ApiError::fields(
+                        StatusCode::UNPROCESSABLE_ENTITY,
+                        json!({"sql": [e.message()]}),
+                    )
+                }),
+            None => match self
+                .state
+                .engines
+                .table_metadata(&spec, schema, table)
+                .await
+            {
+                Ok(meta) => Ok(meta.columns),
+                Err(EngineError::TableNotFound { .. }) => Err(ApiError::fields(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"table_name": [format!("Table [{table}] could not be found, please double check your database connection, schema, and table name")]}),
+                )),
+                Err(e) => Err(engine_error(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    spec.uri.engine,
+                    &e,
+                )),
+            },
+        }
+    }
+
+    async fn create(&self, user: &CurrentUser, body: &Json_) -> Result<i64, ApiError> {
+        let mut changes = resource::changes_from_body(&SPEC, body, false)?;
+        let Some(Value::Int(db)) = changes.get("database").cloned() else {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"database": ["Missing data for required field."]}),
+            ));
+        };
+        let Some(Value::Text(table)) = changes.get("table_name").cloned() else {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"table_name": ["Missing data for required field."]}),
+            ));
+        };
+        if !self
+            .state
+            .store
+            .matches(&DATABASE, db, &Pred::all())
+            .await?
+        {
+            return Err(ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"database": ["Database does not exist"]}),
+            ));
+        }
+        resource::check_related(
+            &self.state,
+            &DATASET,
+            &changes,
+            "owners",
+            "owners",
+            "Owners are invalid",
+        )
+        .await?;
+        let schema = match changes.get("schema") {
+            Some(Value::Text(s)) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        };
+        let dup = Pred::And(vec![
+            Pred::field(&DATASET, "database", Op::RelOneToMany, Value::Int(db))?,
+            Pred::field(&DATASET, "table_name", Op::Eq, Value::Text(table.clone()))?,
+            Pred::field(&DATASET, "schema", Op::Eq, Value::from(schema.clone()))?,
+        ]);
+        if self
+            .state
+            .store
+            .list_ids(&DATASET, &dup, None, None)
+            .await?
+            .0
+            > 0
+        {
+            return Err(ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"table_name": [format!("Dataset {} already exists", match &schema { Some(s) => format!("{s}.{table}"), None => table.clone() })]}),
+            ));
+        }
+        let sql = match changes.get("sql") {
+            Some(Value::Text(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let cols = self
+            .introspect(db, schema.as_deref(), &table, sql.as_deref())
+            .await?;
+        let mut owners = changes
+            .links
+            .iter()
+            .find(|(n, _)| *n == "owners")
+            .map(|(_, i)| i.clone())
+            .unwrap_or_default();
+        if !owners.contains(&user.user.id) {
+            owners.push(user.user.id);
+        }
+        changes.link("owners", owners);
+        if let Some(dttm) = cols.iter().find(|c| c.is_dttm)
+            && changes.get("main_dttm_col").is_none()
+        {
+            changes.set("main_dttm_col", dttm.name.clone());
+        }
+        let id = self
+            .state
+            .store
+            .save_dataset(
+                None,
+                &changes,
+                Some(&introspected(&cols)),
+                Some(&[count_metric()]),
+                Some(user.user.id),
+            )
+            .await?;
+        tracing::info!(dataset_id = id, columns = cols.len(), "dataset created");
+        Ok(id)
+    }
+
+    /// Re-reads the columns from the database: new ones are added, types updated, columns
+    /// gone from the source dropped unless they are expressions; metrics stay.
+    async fn refresh(&self, id: i64) -> Result<(), ApiError> {
+        let rec = self
+            .state
+            .store
+            .load_one(&DATASET, id, &["database"])
+            .await?;
+        let db = rec
+            .one("database")
+            .map(|d| d.id)
+            .ok_or_else(ApiError::not_found)?;
+        let cols = self
+            .introspect(
+                db,
+                rec.get::<String>("schema").as_deref(),
+                &rec.text("table_name"),
+                rec.get::<String>("sql").as_deref(),
+            )
+            .await?;
+        let (existing, _) = children(&self.state, id).await?;
+        let mut writes = Vec::new();
+        for c in &existing {
+            let name = c.text("column_name");
+            let fresh = cols.iter().find(|f| f.name == name);
+            match fresh {
+                Some(f) => writes.push(ChildWrite {
+                    id: Some(c.id),
+                    values: vec![
+                        ("type", Value::Text(f.type_name.clone())),
+                        ("is_dttm", Value::Bool(f.is_dttm || c.flag("is_dttm"))),
+                    ],
+                }),
+                None if c.get::<String>("expression").is_some_and(|e| !e.is_empty()) => {
+                    writes.push(ChildWrite {
+                        id: Some(c.id),
+                        values: vec![],
+                    });
+                }
+                None => {}
+            }
+        }
+        let known: Vec<String> = existing.iter().map(|c| c.text("column_name")).collect();
+        let new: Vec<ColumnInfo> = cols
+            .into_iter()
+            .filter(|c| !known.contains(&c.name))
+            .collect();
+        writes.extend(introspected(&new));
+        self.state
+            .store
+            .save_dataset(
+                Some(id),
+                &catalog::Changes::default(),
+                Some(&writes),
+                None,
+                None,
+            )
+            .await?;
+        Ok(())
+    }
+}
+
+#[OpenApi(prefix_path = "/api/v1/dataset", tag = "Tags::Dataset")]
+impl DatasetApi {
+    /// List datasets.
+    #[oai(path = "/", method = "get", operation_id = "dataset_list")]
+    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::dataset_scope(&user.grants());
+        resource::list(
+            &self.state,
+            &SPEC,
+            q.0.as_deref(),
+            Some(&user),
+            scope,
+            &custom,
+            &computed,
+        )
+        .await
+    }
+
+    /// Form and filter metadata.
+    #[oai(path = "/_info", method = "get", operation_id = "dataset_info")]
+    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
+    }
+
+    /// Values of a related column.
+    #[oai(
+        path = "/related/:col",
+        method = "get",
+        operation_id = "dataset_related"
+    )]
+    async fn related(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        self.user(&auth, "can_read").await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+    }
+
+    /// Distinct values of a column.
+    #[oai(
+        path = "/distinct/:col",
+        method = "get",
+        operation_id = "dataset_distinct"
+    )]
+    async fn distinct(
+        &self,
+        auth: Auth,
+        col: Path<String>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let scope = catalog::dataset_scope(&user.grants());
+        resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
+    }
+
+    /// One dataset with its columns, metrics and database.
+    #[oai(path = "/:pk", method = "get", operation_id = "dataset_get")]
+    async fn get(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let result = show_json(&self.state, id).await?;
+        Ok(Json(
+            json!({"id": id, "result": result, "show_title": SPEC.show_title}),
+        ))
+    }
+
+    /// Create a dataset; its columns are read from the database.
+    #[oai(path = "/", method = "post", operation_id = "dataset_post")]
+    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        resource::changes_from_body(
+            &SPEC,
+            &body.0,
+            !body.0.get("database_id").is_some_and(|v| !v.is_null()),
+        )?;
+        let id = self.create(&user, &body.0).await?;
+        let data = dataset_data(&self.state, id).await?;
+        Ok(Saved::Created(Json(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0), "data": data}),
+        )))
+    }
+
+    /// Update a dataset; `columns`/`metrics` replace the full sets.
+    #[oai(path = "/:pk", method = "put", operation_id = "dataset_put")]
+    async fn put(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        override_columns: Query<Option<bool>>,
+        body: JsonBody<Json_>,
+    ) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DATASET, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "dataset")?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        resource::check_related(
+            &self.state,
+            &DATASET,
+            &changes,
+            "owners",
+            "owners",
+            "Owners are invalid",
+        )
+        .await?;
+        if let Some(Value::Int(db)) = changes.get("database").cloned()
+            && !self
+                .state
+                .store
+                .matches(&DATABASE, db, &Pred::all())
+                .await?
+        {
+            return Err(ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"database": ["Database does not exist"]}),
+            ));
+        }
+        changes.values.retain(|(n, _)| *n != "uuid");
+        let columns = body
+            .0
+            .get("columns")
+            .map(|c| child_writes(c, "columns", false))
+            .transpose()?;
+        let metrics = body
+            .0
+            .get("metrics")
+            .map(|m| child_writes(m, "metrics", true))
+            .transpose()?;
+        match self
+            .state
+            .store
+            .save_dataset(
+                Some(id),
+                &changes,
+                columns.as_deref(),
+                metrics.as_deref(),
+                Some(user.user.id),
+            )
+            .await
+        {
+            Err(crate::store::Error::NotFound) => {
+                return Err(ApiError::fields(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"columns": ["One or more columns do not exist"]}),
+                ));
+            }
+            Err(crate::store::Error::Conflict { .. }) => {
+                return Err(ApiError::fields(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"table_name": ["Dataset already exists"]}),
+                ));
+            }
+            other => other?,
+        };
+        if override_columns.0 == Some(true) {
+            self.refresh(id).await?;
+        }
+        let mut result = resource::echo(&SPEC, &body.0);
+        for k in ["columns", "metrics"] {
+            if let Some(v) = body.0.get(k) {
+                result[k] = v.clone();
+            }
+        }
+        Ok(Saved::Ok(Json(json!({"id": id, "result": result}))))
+    }
+
+    /// Re-read the columns from the database.
+    #[oai(
+        path = "/:pk/refresh",
+        method = "put",
+        operation_id = "dataset_refresh"
+    )]
+    async fn refresh_columns(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DATASET, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "dataset")?;
+        self.refresh(id).await?;
+        Ok(Json(json!({"message": "OK"})))
+    }
+
+    /// Delete a dataset.
+    #[oai(path = "/:pk", method = "delete", operation_id = "dataset_delete")]
+    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DATASET, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "dataset")?;
+        self.state.store.delete_datasets(&[id]).await?;
+        Ok(Json(json!({"message": "OK"})))
+    }
+
+    /// Delete several datasets: `?q=!(1,2)`.
+    #[oai(path = "/", method = "delete", operation_id = "dataset_bulk_delete")]
+    async fn bulk_delete(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let ids = resource::ids_query(q.0.as_deref())?;
+        let recs = self
+            .state
+            .store
+            .load(&DATASET, &ids, &["owners", "created_by"])
+            .await?;
+        if recs.len() != ids.iter().collect::<std::collections::BTreeSet<_>>().len() {
+            return Err(ApiError::not_found());
+        }
+        for rec in &recs {
+            resource::ensure_can_change(&user, rec, "dataset")?;
+        }
+        let n = self.state.store.delete_datasets(&ids).await?;
+        let noun = if n == 1 { "dataset" } else { "datasets" };
+        Ok(Json(json!({"message": format!("Deleted {n} {noun}")})))
+    }
+
+    /// Delete one column of a dataset.
+    #[oai(
+        path = "/:pk/column/:cid",
+        method = "delete",
+        operation_id = "dataset_column_delete"
+    )]
+    async fn delete_column(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        cid: Path<i64>,
+    ) -> Result<JsonValue, ApiError> {
+        self.delete_child(auth, pk.0, cid.0, false).await
+    }
+
+    /// Delete one metric of a dataset.
+    #[oai(
+        path = "/:pk/metric/:mid",
+        method = "delete",
+        operation_id = "dataset_metric_delete"
+    )]
+    async fn delete_metric(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        mid: Path<i64>,
+    ) -> Result<JsonValue, ApiError> {
+        self.delete_child(auth, pk.0, mid.0, true).await
+    }
+
+    /// Charts and dashboards using the dataset.
+    #[oai(
+        path = "/:pk/related_objects",
+        method = "get",
+        operation_id = "dataset_related_objects"
+    )]
+    async fn related_objects(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_read").await?;
+        let id = self.resolve(pk.0, &user).await?;
+        Ok(Json(
+            super::database::related_objects(&self.state, &[id], false).await?,
+        ))
+    }
+
+    /// Copy a virtual dataset under a new name.
+    #[oai(
+        path = "/duplicate",
+        method = "post",
+        operation_id = "dataset_duplicate"
+    )]
+    async fn duplicate(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+        let user = self.user(&auth, "can_duplicate").await?;
+        let (Some(base), Some(name)) = (
+            body.0.get("base_model_id").and_then(Json_::as_i64),
+            body.0.get("table_name").and_then(Json_::as_str),
+        ) else {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"base_model_id": ["Missing data for required field."], "table_name": ["Missing data for required field."]}),
+            ));
+        };
+        let base = self.resolve(base, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DATASET, base, &["database"])
+            .await?;
+        if !is_virtual(&rec) {
+            return Err(ApiError::message(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Dataset is not virtual",
+            ));
+        }
+        let new_body = json!({
+            "database": rec.one("database").map(|d| d.id),
+            "schema": rec.get::<String>("schema"),
+            "table_name": name,
+            "sql": rec.get::<String>("sql"),
+            "template_params": rec.get::<String>("template_params"),
+        });
+        let id = self.create(&user, &new_body).await?;
+        let (_, metrics) = children(&self.state, base).await?;
+        let writes: Vec<ChildWrite> = metrics
+            .iter()
+            .map(|m| ChildWrite {
+                id: None,
+                values: [
+                    "metric_name",
+                    "verbose_name",
+                    "metric_type",
+                    "expression",
+                    "description",
+                    "d3format",
+                    "warning_text",
+                    "extra",
+                ]
+                .into_iter()
+                .map(|f| (f, m.values.get(f).cloned().unwrap_or(Value::Null)))
+                .collect(),
+            })
+            .collect();
+        self.state
+            .store
+            .save_dataset(
+                Some(id),
+                &catalog::Changes::default(),
+                None,
+                Some(&writes),
+                None,
+            )
+            .await?;
+        Ok(Saved::Created(Json(
+            json!({"id": id, "result": {"table_name": name, "base_model_id": base}}),
+        )))
+    }
+
+    /// The id of the dataset for a table, created when missing.
+    #[oai(
+        path = "/get_or_create",
+        method = "post",
+        operation_id = "dataset_get_or_create"
+    )]
+    async fn get_or_create(
+        &self,
+        auth: Auth,
+        body: JsonBody<Json_>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_get_or_create_dataset").await?;
+        let (Some(db), Some(table)) = (
+            body.0.get("database_id").and_then(Json_::as_i64),
+            body.0.get("table_name").and_then(Json_::as_str),
+        ) else {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"database_id": ["Missing data for required field."], "table_name": ["Missing data for required field."]}),
+            ));
+        };
+        let schema = body
+            .0
+            .get("schema")
+            .and_then(Json_::as_str)
+            .filter(|s| !s.is_empty());
+        let existing = Pred::And(vec![
+            Pred::field(&DATASET, "database", Op::RelOneToMany, Value::Int(db))?,
+            Pred::field(&DATASET, "table_name", Op::Eq, Value::Text(table.into()))?,
+            Pred::field(&DATASET, "schema", Op::Eq, Value::from(schema))?,
+        ]);
+        if let Some(id) = self
+            .state
+            .store
+            .list_ids(&DATASET, &existing, None, None)
+            .await?
+            .1
+            .first()
+        {
+            return Ok(Json(json!({"result": {"table_id": id}})));
+        }
+        let mut new_body = body.0.clone();
+        new_body["database"] = json!(db);
+        let id = self.create(&user, &new_body).await?;
+        Ok(Json(json!({"result": {"table_id": id}})))
+    }
+}
+
+impl DatasetApi {
+    async fn delete_child(
+        &self,
+        auth: Auth,
+        pk: i64,
+        child: i64,
+        metric: bool,
+    ) -> Result<JsonValue, ApiError> {
+        let user = self.user(&auth, "can_write").await?;
+        let id = self.resolve(pk, &user).await?;
+        let rec = self
+            .state
+            .store
+            .load_one(&DATASET, id, &["owners", "created_by"])
+            .await?;
+        resource::ensure_can_change(&user, &rec, "dataset")?;
+        let model = if metric {
+            &DATASET_METRIC
+        } else {
+            &DATASET_COLUMN
+        };
+        let owned = Pred::field(model, "table_id", Op::Eq, Value::Int(id))?;
+        if !self.state.store.matches(model, child, &owned).await? {
+            return Err(ApiError::not_found());
+        }
+        self.state.store.delete_records(model, &[child]).await?;
+        Ok(Json(json!({"message": "OK"})))
+    }
+}

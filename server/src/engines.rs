@@ -1,0 +1,869 @@
+//! The analytical databases users connect Liteset to (not the metadata store).
+//!
+//! [`Engines`] holds one bounded bb8 pool per database id, built lazily on first use and rebuilt
+//! when the database row is edited (its `revision` changes). On top of the pools it answers what
+//! Superset's database endpoints need: connection tests, schema and table lists, table metadata
+//! and the columns of a virtual dataset's SQL. Each engine's SQL dialect lives in its own file
+//! (`postgres.rs`, `sqlite.rs`); this file holds the shared types, Superset's column typing rules
+//! and [`EngineError`], whose `error_type`/`message`/`issue_codes`/`invalid` are what the api layer
+//! renders as a SIP-40 error.
+//!
+//! **Invariants:** no password ever reaches a message, a `Debug` output or a log line
+//! ([`ConnectionUri`]'s `Debug` masks it). Table and schema names from HTTP clients are only ever
+//! bound as parameters or quoted with [`quote_ident`]. Dropping any future here is safe: a
+//! PostgreSQL transaction that is dropped sends its ROLLBACK before the connection is reused, and a
+//! SQLite call finishes on the blocking pool before its connection returns to the pool.
+
+pub mod postgres;
+pub mod sqlite;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use crate::uri::{ConnectionUri, Engine};
+
+/// What is needed to reach one analytical database.
+#[derive(Clone, Debug)]
+pub struct ConnectionSpec {
+    /// The database row's id; pools are keyed by it.
+    pub database_id: i64,
+    /// The connection URI, with its plaintext password (its `Debug` masks the password).
+    pub uri: ConnectionUri,
+    /// Changes whenever the database row is edited (e.g. its `changed_on`); a different revision
+    /// makes [`Engines`] rebuild the pool.
+    pub revision: String,
+}
+
+/// Pool and timeout settings shared by every engine pool.
+#[derive(Clone, Debug)]
+pub struct EngineOptions {
+    /// Maximum connections per database.
+    pub pool_size: u32,
+    /// Time allowed to open a connection, and to wait for a pooled one.
+    pub connect_timeout: Duration,
+    /// Longest a single statement may run; `Duration::ZERO` disables the limit.
+    pub statement_timeout: Duration,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            pool_size: 10,
+            connect_timeout: Duration::from_secs(10),
+            statement_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// Kind of a relation in a schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum TableKind {
+    /// A table (PostgreSQL: also partitioned and foreign tables).
+    Table,
+    /// A view.
+    View,
+    /// A PostgreSQL materialized view.
+    MaterializedView,
+}
+
+impl TableKind {
+    /// The `type` Superset 6.0's `/database/<pk>/tables/` answers: it only knows `table` and
+    /// `view` (SQLAlchemy lists materialized views among views).
+    pub fn superset_type(self) -> &'static str {
+        match self {
+            TableKind::Table => "table",
+            TableKind::View | TableKind::MaterializedView => "view",
+        }
+    }
+
+    /// A precise name: `table`, `view` or `materialized_view`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TableKind::Table => "table",
+            TableKind::View => "view",
+            TableKind::MaterializedView => "materialized_view",
+        }
+    }
+}
+
+/// One relation of a schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableEntry {
+    /// Its name, unquoted.
+    pub name: String,
+    /// What it is.
+    pub kind: TableKind,
+}
+
+/// Superset's `GenericDataType`; the discriminant is the wire value of `type_generic`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum GenericType {
+    /// Numbers.
+    Numeric = 0,
+    /// Text and everything unrecognised.
+    String = 1,
+    /// Dates, times and timestamps.
+    Temporal = 2,
+    /// Booleans.
+    Boolean = 3,
+}
+
+impl GenericType {
+    /// The integer Superset serialises.
+    pub fn code(self) -> u8 {
+        self as u8
+    }
+}
+
+/// A column of a table or of a query's result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnInfo {
+    /// Column name.
+    pub name: String,
+    /// The type as Superset shows it (`VARCHAR(50)`, `TIMESTAMP WITHOUT TIME ZONE`, …).
+    pub type_name: String,
+    /// Superset's generic type for `type_name`.
+    pub generic: GenericType,
+    /// Whether Superset treats the column as temporal (`generic == Temporal`).
+    pub is_dttm: bool,
+    /// Whether the column accepts NULL (always true for query results, which do not say).
+    pub nullable: bool,
+    /// The column's comment.
+    pub comment: Option<String>,
+}
+
+impl ColumnInfo {
+    /// A column typed by Superset's rules, with `fallback` when no rule matches `type_name`.
+    pub(crate) fn typed(
+        name: String,
+        type_name: String,
+        fallback: GenericType,
+        nullable: bool,
+        comment: Option<String>,
+    ) -> ColumnInfo {
+        let generic = generic_type(&type_name).unwrap_or(fallback);
+        ColumnInfo {
+            name,
+            type_name,
+            generic,
+            is_dttm: generic == GenericType::Temporal,
+            nullable,
+            comment,
+        }
+    }
+}
+
+/// A table's primary key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrimaryKey {
+    /// Constraint name (SQLite keys have none).
+    pub name: Option<String>,
+    /// Key columns in key order.
+    pub column_names: Vec<String>,
+}
+
+/// A foreign key of a table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForeignKey {
+    /// Constraint name (SQLite keys have none).
+    pub name: Option<String>,
+    /// Referencing columns, in key order.
+    pub constrained_columns: Vec<String>,
+    /// The referred table's schema when it is not on the search path (SQLAlchemy's rule).
+    pub referred_schema: Option<String>,
+    /// The referred table.
+    pub referred_table: String,
+    /// Referred columns, in key order.
+    pub referred_columns: Vec<String>,
+}
+
+/// An index of a table (the primary key's own index excluded, as SQLAlchemy does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexInfo {
+    /// Index name.
+    pub name: String,
+    /// Key columns; an expression key is given as its SQL text.
+    pub column_names: Vec<String>,
+    /// Whether the index is unique.
+    pub unique: bool,
+}
+
+/// What Superset's `table_metadata` endpoint reports about a table or view.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableMetadata {
+    /// Table name.
+    pub name: String,
+    /// Its schema (PostgreSQL: the one it was found in; SQLite: `main`).
+    pub schema: Option<String>,
+    /// What it is.
+    pub kind: TableKind,
+    /// Columns in table order.
+    pub columns: Vec<ColumnInfo>,
+    /// Primary key, if any.
+    pub primary_key: Option<PrimaryKey>,
+    /// Foreign keys, by name.
+    pub foreign_keys: Vec<ForeignKey>,
+    /// Indexes, by name.
+    pub indexes: Vec<IndexInfo>,
+    /// The table's comment.
+    pub comment: Option<String>,
+}
+
+/// Superset's engine name (`extra.engine_name` of its errors).
+pub fn engine_name(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Postgres => "PostgreSQL",
+        Engine::Sqlite => "SQLite",
+    }
+}
+
+/// Superset's `get_column_spec` rules (`BaseEngineSpec._default_column_type_mappings`, first
+/// match wins): the generic type of a type name, or `None` when no rule matches. Note that, as
+/// in Superset, `INTERVAL` matches the `^int` rule first and is numeric.
+pub fn generic_type(type_name: &str) -> Option<GenericType> {
+    let t = type_name.trim().to_ascii_lowercase();
+    let starts = |p: &str| t.starts_with(p);
+    const STRING: &[&str] = &[
+        "string",
+        "nchar",
+        "nvarchar",
+        "ntext",
+        "char",
+        "varchar",
+        "text",
+        "tinytext",
+        "mediumtext",
+        "longtext",
+    ];
+    const NUMERIC: &[&str] = &[
+        "smallint",
+        "int",
+        "bigint",
+        "long",
+        "decimal",
+        "numeric",
+        "float",
+        "double",
+        "real",
+        "smallserial",
+        "serial",
+        "bigserial",
+        "money",
+    ];
+    const TEMPORAL: &[&str] = &["timestamp", "datetime", "date", "time"];
+    // The orders of the string and numeric groups matter only between groups: every string
+    // rule precedes every numeric rule, which precede the temporal and boolean ones.
+    if STRING.iter().any(|p| starts(p)) {
+        Some(GenericType::String)
+    } else if NUMERIC.iter().any(|p| starts(p)) {
+        Some(GenericType::Numeric)
+    } else if TEMPORAL.iter().any(|p| starts(p)) {
+        Some(GenericType::Temporal)
+    } else if starts("bool") {
+        Some(GenericType::Boolean)
+    } else {
+        None
+    }
+}
+
+/// Quotes an identifier for `engine` the way SQLAlchemy does: left bare when it is lowercase
+/// `[a-z_][a-z0-9_$]*` and not a reserved word, otherwise double-quoted with `"` doubled.
+pub fn quote_ident(engine: Engine, ident: &str) -> String {
+    let reserved = match engine {
+        Engine::Postgres => postgres::is_reserved(ident),
+        Engine::Sqlite => sqlite::is_reserved(ident),
+    };
+    let bare = !ident.is_empty()
+        && !reserved
+        && !ident.starts_with(|c: char| c.is_ascii_digit() || c == '$')
+        && ident
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '$');
+    if bare {
+        ident.to_owned()
+    } else {
+        format!("\"{}\"", ident.replace('"', "\"\""))
+    }
+}
+
+/// Superset's "SELECT * … LIMIT" preview query, formatted as Superset 6.0 formats it:
+/// `SELECT *\nFROM public.my_table\nLIMIT 100`.
+pub fn select_star(engine: Engine, schema: Option<&str>, table: &str, limit: u64) -> String {
+    let name = match schema {
+        Some(s) => format!("{}.{}", quote_ident(engine, s), quote_ident(engine, table)),
+        None => quote_ident(engine, table),
+    };
+    format!("SELECT *\nFROM {name}\nLIMIT {limit}")
+}
+
+/// Why an engine operation failed. Messages are Superset's and never contain a password.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// Authentication failed (PostgreSQL 28P01).
+    #[error("The password provided for username \"{username}\" is incorrect.")]
+    InvalidPassword {
+        /// The user name tried.
+        username: String,
+    },
+    /// The role does not exist.
+    #[error("The username \"{username}\" does not exist.")]
+    InvalidUsername {
+        /// The user name tried.
+        username: String,
+    },
+    /// The server asked for a password and the URI has none.
+    #[error("Please re-enter the password.")]
+    PasswordRequired,
+    /// The database does not exist (PostgreSQL 3D000) or the SQLite file cannot be opened.
+    #[error("Unable to connect to database \"{database}\".")]
+    UnknownDatabase {
+        /// Database name or SQLite path.
+        database: String,
+    },
+    /// DNS could not resolve the host.
+    #[error("The hostname \"{host}\" cannot be resolved.")]
+    InvalidHostname {
+        /// The host name.
+        host: String,
+    },
+    /// The host refused the TCP connection.
+    #[error("Port {port} on hostname \"{host}\" refused the connection.")]
+    PortClosed {
+        /// The host name.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+    /// The host did not answer (unreachable, or the connect timed out).
+    #[error("The host \"{host}\" might be down, and can't be reached on port {port}.")]
+    HostDown {
+        /// The host name.
+        host: String,
+        /// The port.
+        port: u16,
+    },
+    /// Opening or testing a connection took too long.
+    #[error(
+        "Please check your connection details and database settings, and ensure that your \
+         database is accepting connections, then try connecting again."
+    )]
+    Timeout,
+    /// A statement ran longer than the statement timeout and was cancelled.
+    #[error("The query exceeded the statement timeout and was cancelled.")]
+    StatementTimeout,
+    /// No free pooled connection within the connection timeout.
+    #[error("The database is currently running too many queries.")]
+    PoolTimeout,
+    /// The table does not exist (or is not visible to the connecting user).
+    #[error("The table \"{table}\" does not exist. A valid table must be used to run this query.")]
+    TableNotFound {
+        /// The table name as asked.
+        table: String,
+    },
+    /// The schema does not exist.
+    #[error(
+        "The schema \"{schema}\" does not exist. A valid schema must be used to run this query."
+    )]
+    SchemaNotFound {
+        /// The schema name as asked.
+        schema: String,
+    },
+    /// The SQL is not a single read-only query.
+    #[error("Only `SELECT` statements are allowed")]
+    NotReadOnly,
+    /// The SQL holds more than one statement.
+    #[error("Only single queries supported")]
+    MultipleStatements,
+    /// The SQL does not parse; `message` is Superset's text when the database names the token.
+    #[error("{message}")]
+    Syntax {
+        /// What to show.
+        message: String,
+    },
+    /// Anything else, with the database's own message.
+    #[error("{message}")]
+    Other {
+        /// The database's message.
+        message: String,
+    },
+}
+
+impl EngineError {
+    /// Superset's SIP-40 `error_type`.
+    pub fn error_type(&self) -> &'static str {
+        match self {
+            EngineError::InvalidPassword { .. } => "CONNECTION_INVALID_PASSWORD_ERROR",
+            EngineError::InvalidUsername { .. } => "CONNECTION_INVALID_USERNAME_ERROR",
+            EngineError::PasswordRequired => "CONNECTION_ACCESS_DENIED_ERROR",
+            EngineError::UnknownDatabase { .. } => "CONNECTION_UNKNOWN_DATABASE_ERROR",
+            EngineError::InvalidHostname { .. } => "CONNECTION_INVALID_HOSTNAME_ERROR",
+            EngineError::PortClosed { .. } => "CONNECTION_PORT_CLOSED_ERROR",
+            EngineError::HostDown { .. } => "CONNECTION_HOST_DOWN_ERROR",
+            EngineError::Timeout | EngineError::PoolTimeout => "CONNECTION_DATABASE_TIMEOUT",
+            EngineError::StatementTimeout => "BACKEND_TIMEOUT_ERROR",
+            EngineError::TableNotFound { .. } => "TABLE_DOES_NOT_EXIST_ERROR",
+            EngineError::SchemaNotFound { .. } => "SCHEMA_DOES_NOT_EXIST_ERROR",
+            EngineError::NotReadOnly | EngineError::MultipleStatements => {
+                "DATASOURCE_SECURITY_ACCESS_ERROR"
+            }
+            EngineError::Syntax { .. } => "SYNTAX_ERROR",
+            EngineError::Other { .. } => "GENERIC_DB_ENGINE_ERROR",
+        }
+    }
+
+    /// The message to show (the `Display` text).
+    pub fn message(&self) -> String {
+        self.to_string()
+    }
+
+    /// Superset's `extra.issue_codes` for [`Self::error_type`]: `(code, "Issue <code> - <text>")`
+    /// pairs are built by the caller from these `(code, text)` pairs.
+    pub fn issue_codes(&self) -> Vec<(u32, &'static str)> {
+        let codes: &[u32] = match self.error_type() {
+            "CONNECTION_INVALID_PASSWORD_ERROR" => &[1013],
+            "CONNECTION_INVALID_USERNAME_ERROR" => &[1012],
+            "CONNECTION_ACCESS_DENIED_ERROR" => &[1014, 1015],
+            "CONNECTION_UNKNOWN_DATABASE_ERROR" => &[1015],
+            "CONNECTION_INVALID_HOSTNAME_ERROR" => &[1007],
+            "CONNECTION_PORT_CLOSED_ERROR" => &[1008],
+            "CONNECTION_HOST_DOWN_ERROR" => &[1009],
+            "CONNECTION_DATABASE_TIMEOUT" => &[1001, 1009],
+            "BACKEND_TIMEOUT_ERROR" => &[1000, 1001],
+            "TABLE_DOES_NOT_EXIST_ERROR" => &[1003, 1005],
+            "SCHEMA_DOES_NOT_EXIST_ERROR" => &[1003, 1016],
+            "SYNTAX_ERROR" => &[1030],
+            "GENERIC_DB_ENGINE_ERROR" => &[1002],
+            _ => &[],
+        };
+        codes.iter().map(|&c| (c, issue_text(c))).collect()
+    }
+
+    /// Superset's `extra.invalid`: the connection form fields to highlight.
+    pub fn invalid(&self) -> &'static [&'static str] {
+        match self {
+            EngineError::InvalidPassword { .. } => &["username", "password"],
+            EngineError::InvalidUsername { .. } => &["username"],
+            EngineError::PasswordRequired => &["password"],
+            EngineError::UnknownDatabase { .. } => &["database"],
+            EngineError::InvalidHostname { .. } => &["host"],
+            EngineError::PortClosed { .. } | EngineError::HostDown { .. } => &["host", "port"],
+            _ => &[],
+        }
+    }
+
+    /// Whether the error is about reaching or logging into the database (as opposed to the SQL).
+    pub fn is_connection_error(&self) -> bool {
+        self.error_type().starts_with("CONNECTION_")
+    }
+
+    pub(crate) fn other(message: impl fmt::Display) -> EngineError {
+        EngineError::Other {
+            message: message.to_string(),
+        }
+    }
+}
+
+/// Superset's `ISSUE_CODES` texts for the codes [`EngineError::issue_codes`] uses.
+pub fn issue_text(code: u32) -> &'static str {
+    match code {
+        1000 => "The datasource is too large to query.",
+        1001 => "The database is under an unusual load.",
+        1002 => "The database returned an unexpected error.",
+        1003 => {
+            "There is a syntax error in the SQL query. Perhaps there was a misspelling or a typo."
+        }
+        1005 => "The table was deleted or renamed in the database.",
+        1007 => "The hostname provided can't be resolved.",
+        1008 => "The port is closed.",
+        1009 => "The host might be down, and can't be reached on the provided port.",
+        1012 => "The username provided when connecting to a database is not valid.",
+        1013 => "The password provided when connecting to a database is not valid.",
+        1014 => "Either the username or the password is wrong.",
+        1015 => "Either the database is spelled incorrectly or does not exist.",
+        1016 => "The schema was deleted or renamed in the database.",
+        1030 => "The query has a syntax error.",
+        _ => "",
+    }
+}
+
+/// Registry of per-database connection pools. Cheap to clone (one `Arc`).
+#[derive(Clone)]
+pub struct Engines {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    options: EngineOptions,
+    pools: Mutex<HashMap<i64, Entry>>,
+}
+
+struct Entry {
+    revision: String,
+    uri: ConnectionUri,
+    pool: EnginePool,
+}
+
+#[derive(Clone)]
+enum EnginePool {
+    Postgres(postgres::PgPool),
+    Sqlite(sqlite::SqlitePool),
+}
+
+impl fmt::Debug for Engines {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ids: Vec<i64> = self.lock().keys().copied().collect();
+        f.debug_struct("Engines")
+            .field("options", &self.inner.options)
+            .field("pools", &ids)
+            .finish()
+    }
+}
+
+impl Engines {
+    /// An empty registry; pools are created on first use.
+    pub fn new(options: EngineOptions) -> Engines {
+        Engines {
+            inner: Arc::new(Inner {
+                options,
+                pools: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The settings every pool is built with.
+    pub fn options(&self) -> &EngineOptions {
+        &self.inner.options
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Entry>> {
+        // The map is only read and written whole under the lock, so a poisoned one is intact.
+        self.inner
+            .pools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Drops the pool of a deleted database. Connections in use close when they are returned.
+    pub fn forget(&self, database_id: i64) {
+        if self.lock().remove(&database_id).is_some() {
+            tracing::debug!(database_id, "engine pool dropped");
+        }
+    }
+
+    /// The pool for `spec`, built if missing or if the database was edited since.
+    fn pool(&self, spec: &ConnectionSpec) -> Result<EnginePool, EngineError> {
+        let mut pools = self.lock();
+        if let Some(entry) = pools.get(&spec.database_id)
+            && entry.revision == spec.revision
+            && entry.uri == spec.uri
+        {
+            return Ok(entry.pool.clone());
+        }
+        let options = &self.inner.options;
+        let pool = match spec.uri.engine {
+            Engine::Postgres => EnginePool::Postgres(postgres::build_pool(&spec.uri, options)?),
+            Engine::Sqlite => EnginePool::Sqlite(sqlite::build_pool(&spec.uri, options)?),
+        };
+        tracing::debug!(
+            database_id = spec.database_id,
+            uri = %spec.uri,
+            "engine pool created"
+        );
+        pools.insert(
+            spec.database_id,
+            Entry {
+                revision: spec.revision.clone(),
+                uri: spec.uri.clone(),
+                pool: pool.clone(),
+            },
+        );
+        Ok(pool)
+    }
+
+    /// Opens a fresh connection (never a pooled one) and runs `SELECT 1`, within the connect
+    /// timeout.
+    pub async fn test_connection(&self, spec: &ConnectionSpec) -> Result<(), EngineError> {
+        let options = &self.inner.options;
+        match spec.uri.engine {
+            Engine::Postgres => postgres::test_connection(&spec.uri, options).await,
+            Engine::Sqlite => sqlite::test_connection(&spec.uri, options).await,
+        }
+    }
+
+    /// Schema names, sorted (PostgreSQL: without system schemas; SQLite: `["main"]`).
+    pub async fn schemas(&self, spec: &ConnectionSpec) -> Result<Vec<String>, EngineError> {
+        match self.pool(spec)? {
+            EnginePool::Postgres(p) => postgres::schemas(&p).await,
+            EnginePool::Sqlite(p) => sqlite::schemas(&p).await,
+        }
+    }
+
+    /// Tables and views of `schema`, sorted by name; an unknown schema has none.
+    pub async fn tables(
+        &self,
+        spec: &ConnectionSpec,
+        schema: &str,
+    ) -> Result<Vec<TableEntry>, EngineError> {
+        let mut tables = match self.pool(spec)? {
+            EnginePool::Postgres(p) => postgres::tables(&p, schema).await?,
+            EnginePool::Sqlite(p) => sqlite::tables(&p, schema).await?,
+        };
+        tables.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(tables)
+    }
+
+    /// Columns, keys, indexes and comment of a table or view. `schema` `None` means the
+    /// connection's default (PostgreSQL: the search path).
+    pub async fn table_metadata(
+        &self,
+        spec: &ConnectionSpec,
+        schema: Option<&str>,
+        table: &str,
+    ) -> Result<TableMetadata, EngineError> {
+        match self.pool(spec)? {
+            EnginePool::Postgres(p) => postgres::table_metadata(&p, schema, table).await,
+            EnginePool::Sqlite(p) => sqlite::table_metadata(&p, schema, table).await,
+        }
+    }
+
+    /// The columns a single read-only query returns (a virtual dataset's columns). Anything but
+    /// one read-only statement is refused with [`EngineError::NotReadOnly`] or
+    /// [`EngineError::MultipleStatements`]. PostgreSQL only prepares the statement (never runs
+    /// it); SQLite runs it for at most one row when a column has no declared type.
+    pub async fn query_columns(
+        &self,
+        spec: &ConnectionSpec,
+        sql: &str,
+    ) -> Result<Vec<ColumnInfo>, EngineError> {
+        let sql = trim_statement(sql);
+        if sql.is_empty() {
+            return Err(EngineError::other("Virtual dataset query cannot be empty"));
+        }
+        match self.pool(spec)? {
+            EnginePool::Postgres(p) => postgres::query_columns(&p, sql).await,
+            EnginePool::Sqlite(p) => sqlite::query_columns(&p, sql).await,
+        }
+    }
+}
+
+/// Strips surrounding whitespace and trailing semicolons, so `SELECT 1;` counts as one statement.
+pub(crate) fn trim_statement(sql: &str) -> &str {
+    sql.trim()
+        .trim_end_matches(|c: char| c == ';' || c.is_whitespace())
+}
+
+/// Remembers the most recent connection error a pool hit in the background, so that a caller
+/// waiting for a connection gets the real cause ("password authentication failed") rather than
+/// a bare timeout. bb8 reports connect failures only to its error sink.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LastError {
+    inner: Arc<LastErrorInner>,
+}
+
+#[derive(Debug, Default)]
+struct LastErrorInner {
+    /// (errors seen so far, the latest one).
+    state: Mutex<(u64, Option<EngineError>)>,
+    notify: tokio::sync::Notify,
+}
+
+impl LastError {
+    pub(crate) fn set(&self, error: EngineError) {
+        {
+            let mut state = self.lock();
+            state.0 += 1;
+            state.1 = Some(error);
+        }
+        self.inner.notify.notify_waiters();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, Option<EngineError>)> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The latest error if it happened after the `since`-th one.
+    fn since(&self, since: u64) -> Option<EngineError> {
+        let state = self.lock();
+        (state.0 > since).then(|| state.1.clone()).flatten()
+    }
+
+    /// Checks a connection out of `pool`, failing early with the cause when the pool's
+    /// background connect fails while we wait; `map` converts the manager's own errors.
+    pub(crate) async fn get<M>(
+        &self,
+        pool: &bb8::Pool<M>,
+        map: impl FnOnce(M::Error) -> EngineError,
+    ) -> Result<bb8::PooledConnection<'static, M>, EngineError>
+    where
+        M: bb8::ManageConnection,
+    {
+        let failed = self.inner.notify.notified();
+        tokio::pin!(failed);
+        failed.as_mut().enable();
+        // Only errors from now on say anything about this attempt.
+        let start = self.lock().0;
+        let cause = || self.since(start).unwrap_or(EngineError::PoolTimeout);
+        tokio::select! {
+            got = pool.get_owned() => match got {
+                Ok(conn) => Ok(conn),
+                Err(bb8::RunError::User(e)) => Err(map(e)),
+                Err(bb8::RunError::TimedOut) => Err(cause()),
+            },
+            () = &mut failed => Err(cause()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generic_types_follow_superset_rules() {
+        use GenericType::*;
+        let cases = [
+            ("VARCHAR(50)", Some(String)),
+            ("TEXT", Some(String)),
+            ("CHAR(3)", Some(String)),
+            ("INTEGER", Some(Numeric)),
+            ("BIGINT", Some(Numeric)),
+            ("SMALLINT", Some(Numeric)),
+            ("NUMERIC(10, 2)", Some(Numeric)),
+            ("DOUBLE PRECISION", Some(Numeric)),
+            ("REAL", Some(Numeric)),
+            ("MONEY", Some(Numeric)),
+            ("INTERVAL", Some(Numeric)),
+            ("TIMESTAMP WITHOUT TIME ZONE", Some(Temporal)),
+            ("TIMESTAMP WITH TIME ZONE", Some(Temporal)),
+            ("DATE", Some(Temporal)),
+            ("DATETIME", Some(Temporal)),
+            ("TIME WITHOUT TIME ZONE", Some(Temporal)),
+            ("BOOLEAN", Some(Boolean)),
+            ("UUID", None),
+            ("JSONB", None),
+        ];
+        for (t, want) in cases {
+            assert_eq!(generic_type(t), want, "{t}");
+        }
+        let c = ColumnInfo::typed("d".into(), "DATE".into(), String, true, None);
+        assert!(c.is_dttm);
+        let c = ColumnInfo::typed("u".into(), "UUID".into(), String, true, None);
+        assert_eq!((c.generic, c.is_dttm), (String, false));
+        assert_eq!(Temporal.code(), 2);
+    }
+
+    #[test]
+    fn quoting_follows_sqlalchemy() {
+        let pg = Engine::Postgres;
+        assert_eq!(quote_ident(pg, "my_table"), "my_table");
+        assert_eq!(quote_ident(pg, "t$1"), "t$1");
+        assert_eq!(quote_ident(pg, "MyTable"), "\"MyTable\"");
+        assert_eq!(quote_ident(pg, "user"), "\"user\"");
+        assert_eq!(quote_ident(pg, "1abc"), "\"1abc\"");
+        assert_eq!(quote_ident(pg, "a b"), "\"a b\"");
+        assert_eq!(quote_ident(pg, "x\"; DROP"), "\"x\"\"; DROP\"");
+        assert_eq!(quote_ident(pg, ""), "\"\"");
+        assert_eq!(quote_ident(pg, "été"), "\"été\"");
+        // Reserved in SQLite, not in PostgreSQL.
+        assert_eq!(quote_ident(pg, "values"), "values");
+        assert_eq!(quote_ident(Engine::Sqlite, "values"), "\"values\"");
+    }
+
+    #[test]
+    fn select_star_matches_superset() {
+        assert_eq!(
+            select_star(Engine::Postgres, Some("public"), "my_table", 100),
+            "SELECT *\nFROM public.my_table\nLIMIT 100"
+        );
+        assert_eq!(
+            select_star(Engine::Postgres, Some("Sales"), "order", 10),
+            "SELECT *\nFROM \"Sales\".\"order\"\nLIMIT 10"
+        );
+        assert_eq!(
+            select_star(Engine::Sqlite, None, "birth_names", 100),
+            "SELECT *\nFROM birth_names\nLIMIT 100"
+        );
+    }
+
+    #[test]
+    fn errors_carry_superset_types_codes_and_texts() {
+        let e = EngineError::InvalidPassword {
+            username: "x".into(),
+        };
+        assert_eq!(e.error_type(), "CONNECTION_INVALID_PASSWORD_ERROR");
+        assert_eq!(
+            e.message(),
+            "The password provided for username \"x\" is incorrect."
+        );
+        assert_eq!(
+            e.issue_codes(),
+            vec![(
+                1013,
+                "The password provided when connecting to a database is not valid."
+            )]
+        );
+        assert_eq!(e.invalid(), &["username", "password"]);
+        assert!(e.is_connection_error());
+        let e = EngineError::PortClosed {
+            host: "h".into(),
+            port: 5432,
+        };
+        assert_eq!(
+            e.message(),
+            "Port 5432 on hostname \"h\" refused the connection."
+        );
+        assert_eq!(e.invalid(), &["host", "port"]);
+        let e = EngineError::HostDown {
+            host: "h".into(),
+            port: 5432,
+        };
+        assert_eq!(
+            e.message(),
+            "The host \"h\" might be down, and can't be reached on port 5432."
+        );
+        assert_eq!(
+            EngineError::UnknownDatabase {
+                database: "d".into()
+            }
+            .message(),
+            "Unable to connect to database \"d\"."
+        );
+        assert_eq!(
+            EngineError::Timeout
+                .issue_codes()
+                .iter()
+                .map(|c| c.0)
+                .collect::<Vec<_>>(),
+            vec![1001, 1009]
+        );
+        assert_eq!(
+            EngineError::TableNotFound { table: "t".into() }.error_type(),
+            "TABLE_DOES_NOT_EXIST_ERROR"
+        );
+        assert!(!EngineError::NotReadOnly.is_connection_error());
+    }
+
+    #[test]
+    fn statements_are_trimmed() {
+        assert_eq!(trim_statement("  SELECT 1 ;; \n"), "SELECT 1");
+        assert_eq!(trim_statement(" ; "), "");
+    }
+
+    #[test]
+    fn spec_debug_hides_password() {
+        let spec = ConnectionSpec {
+            database_id: 1,
+            uri: ConnectionUri::parse("postgresql://u:s3cr3t@h/db").expect("uri"),
+            revision: "r".into(),
+        };
+        let shown = format!("{spec:?}");
+        assert!(!shown.contains("s3cr3t"), "{shown}");
+        assert!(shown.contains("XXXXXXXXXX"), "{shown}");
+    }
+}

@@ -1,0 +1,904 @@
+//! PostgreSQL: connection settings, catalog queries, type names and error mapping.
+//!
+//! Every catalog query binds schema and table names as parameters. Connections carry
+//! `statement_timeout` as a startup option, so a runaway statement is cancelled by the server
+//! itself. Cancellation safety: dropping a query future leaves the request queued on the
+//! connection and tokio-postgres discards its answer before the next request's, so a pooled
+//! connection is never left mid-protocol; a dropped [`tokio_postgres::Transaction`] sends its
+//! `ROLLBACK` first.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bb8::{ErrorSink, Pool};
+use bb8_postgres::PostgresConnectionManager;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Config, NoTls};
+
+use super::{
+    ColumnInfo, EngineError, EngineOptions, ForeignKey, GenericType, IndexInfo, LastError,
+    PrimaryKey, TableEntry, TableKind, TableMetadata,
+};
+use crate::uri::ConnectionUri;
+
+/// The port libpq assumes.
+const DEFAULT_PORT: u16 = 5432;
+
+/// A bounded pool for one PostgreSQL database.
+#[derive(Clone)]
+pub(crate) struct PgPool {
+    pool: Pool<PostgresConnectionManager<NoTls>>,
+    last: LastError,
+    ctx: Arc<ErrorContext>,
+}
+
+/// What error messages may name: never the password.
+#[derive(Clone, Debug)]
+pub(crate) struct ErrorContext {
+    username: String,
+    host: String,
+    port: u16,
+    database: String,
+}
+
+impl ErrorContext {
+    fn new(uri: &ConnectionUri) -> ErrorContext {
+        ErrorContext {
+            username: uri.username.clone().unwrap_or_default(),
+            host: uri.host.clone().unwrap_or_else(|| "localhost".to_owned()),
+            port: uri.port.unwrap_or(DEFAULT_PORT),
+            database: uri.database.clone().unwrap_or_default(),
+        }
+    }
+}
+
+/// Records connection failures for [`LastError::get`]; never logs the password (it has none).
+#[derive(Clone, Debug)]
+struct Sink {
+    last: LastError,
+    ctx: Arc<ErrorContext>,
+}
+
+impl ErrorSink<tokio_postgres::Error> for Sink {
+    fn sink(&self, error: tokio_postgres::Error) {
+        // A pooled connection found dead at check-out is replaced; only failures to connect
+        // are worth reporting to the caller.
+        if error.is_closed() {
+            return;
+        }
+        let mapped = map_error(&error, &self.ctx);
+        tracing::debug!(error = %mapped, host = %self.ctx.host, "engine connection failed");
+        self.last.set(mapped);
+    }
+
+    fn boxed_clone(&self) -> Box<dyn ErrorSink<tokio_postgres::Error>> {
+        Box::new(self.clone())
+    }
+}
+
+/// The tokio-postgres configuration for `uri`. Recognised query options: `sslmode`
+/// (`disable`/`allow`/`prefer`; TLS is not built in yet, so `require` and stricter are refused),
+/// `application_name`, `connect_timeout` (seconds) and `options` (passed through, e.g.
+/// `-c search_path=x`). Others are ignored.
+pub(crate) fn config(uri: &ConnectionUri, options: &EngineOptions) -> Result<Config, EngineError> {
+    let mut cfg = Config::new();
+    cfg.host(uri.host.as_deref().unwrap_or("localhost"))
+        .port(uri.port.unwrap_or(DEFAULT_PORT))
+        .dbname(uri.database.as_deref().unwrap_or_default())
+        .application_name("liteset")
+        .connect_timeout(options.connect_timeout);
+    match uri.username.as_deref() {
+        Some(user) => cfg.user(user),
+        None => return Err(EngineError::other("The connection URI needs a user name.")),
+    };
+    if let Some(password) = &uri.password {
+        cfg.password(password);
+    }
+    let mut server_options = Vec::new();
+    for (key, value) in &uri.options {
+        match key.as_str() {
+            "sslmode" => match value.as_str() {
+                "disable" | "allow" | "prefer" => {}
+                other => {
+                    return Err(EngineError::other(format!(
+                        "sslmode={other} is not supported: Liteset connects to PostgreSQL \
+                         without TLS for now."
+                    )));
+                }
+            },
+            "application_name" => {
+                cfg.application_name(value);
+            }
+            "connect_timeout" => {
+                let secs: u64 = value
+                    .parse()
+                    .map_err(|_| EngineError::other("connect_timeout must be a whole number"))?;
+                cfg.connect_timeout(Duration::from_secs(secs.max(1)));
+            }
+            "options" => server_options.push(value.clone()),
+            _ => tracing::debug!(option = %key, "ignored PostgreSQL connection option"),
+        }
+    }
+    if !options.statement_timeout.is_zero() {
+        server_options.push(format!(
+            "-c statement_timeout={}",
+            options.statement_timeout.as_millis()
+        ));
+    }
+    if !server_options.is_empty() {
+        cfg.options(server_options.join(" "));
+    }
+    Ok(cfg)
+}
+
+/// A lazily connecting pool (no connection is opened until first use).
+pub(crate) fn build_pool(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<PgPool, EngineError> {
+    let cfg = config(uri, options)?;
+    let ctx = Arc::new(ErrorContext::new(uri));
+    let last = LastError::default();
+    let pool = Pool::builder()
+        .max_size(options.pool_size.max(1))
+        .min_idle(None)
+        .connection_timeout(options.connect_timeout)
+        .idle_timeout(Some(Duration::from_secs(600)))
+        .retry_connection(false)
+        .error_sink(Box::new(Sink {
+            last: last.clone(),
+            ctx: ctx.clone(),
+        }))
+        .build_unchecked(PostgresConnectionManager::new(cfg, NoTls));
+    Ok(PgPool { pool, last, ctx })
+}
+
+impl PgPool {
+    async fn get(
+        &self,
+    ) -> Result<bb8::PooledConnection<'static, PostgresConnectionManager<NoTls>>, EngineError> {
+        let ctx = self.ctx.clone();
+        self.last
+            .get(&self.pool, move |e| map_error(&e, &ctx))
+            .await
+    }
+
+    fn map(&self, e: &tokio_postgres::Error) -> EngineError {
+        map_error(e, &self.ctx)
+    }
+}
+
+/// A fresh connection (not pooled) that runs `SELECT 1`.
+pub(crate) async fn test_connection(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<(), EngineError> {
+    let cfg = config(uri, options)?;
+    let ctx = ErrorContext::new(uri);
+    let attempt = async {
+        let (client, connection) = cfg.connect(NoTls).await.map_err(|e| map_error(&e, &ctx))?;
+        // The connection task ends by itself once `client` is dropped.
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "test connection ended with an error");
+            }
+        });
+        client
+            .simple_query("SELECT 1")
+            .await
+            .map_err(|e| map_error(&e, &ctx))?;
+        Ok(())
+    };
+    // The TCP connect has its own timeout (→ HostDown); this one bounds the whole exchange.
+    tokio::time::timeout(options.connect_timeout + Duration::from_secs(2), attempt)
+        .await
+        .map_err(|_| EngineError::Timeout)?
+}
+
+/// User schemas, sorted; system schemas (`pg_*`, `information_schema`) are left out.
+pub(crate) async fn schemas(pool: &PgPool) -> Result<Vec<String>, EngineError> {
+    let conn = pool.get().await?;
+    let rows = conn
+        .query(
+            "SELECT nspname::text FROM pg_catalog.pg_namespace \
+             WHERE nspname NOT LIKE 'pg\\_%' AND nspname <> 'information_schema' \
+             ORDER BY nspname",
+            &[],
+        )
+        .await
+        .map_err(|e| pool.map(&e))?;
+    rows.iter()
+        .map(|r| r.try_get(0).map_err(|e| pool.map(&e)))
+        .collect()
+}
+
+/// Tables (ordinary, partitioned, foreign), views and materialized views of `schema`.
+pub(crate) async fn tables(pool: &PgPool, schema: &str) -> Result<Vec<TableEntry>, EngineError> {
+    let conn = pool.get().await?;
+    let rows = conn
+        .query(
+            "SELECT c.relname::text, c.relkind::text \
+             FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE n.nspname = $1::text AND c.relkind IN ('r', 'p', 'f', 'v', 'm') \
+             ORDER BY c.relname",
+            &[&schema],
+        )
+        .await
+        .map_err(|e| pool.map(&e))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let name: String = row.try_get(0).map_err(|e| pool.map(&e))?;
+        let kind: String = row.try_get(1).map_err(|e| pool.map(&e))?;
+        out.push(TableEntry {
+            name,
+            kind: relkind(&kind),
+        });
+    }
+    Ok(out)
+}
+
+fn relkind(kind: &str) -> TableKind {
+    match kind {
+        "v" => TableKind::View,
+        "m" => TableKind::MaterializedView,
+        _ => TableKind::Table,
+    }
+}
+
+/// Columns, keys, indexes and comment of `schema.table` (`schema` `None`: the table the search
+/// path finds).
+pub(crate) async fn table_metadata(
+    pool: &PgPool,
+    schema: Option<&str>,
+    table: &str,
+) -> Result<TableMetadata, EngineError> {
+    let conn = pool.get().await?;
+    let map = |e: tokio_postgres::Error| pool.map(&e);
+    let found = conn
+        .query_opt(
+            "SELECT c.oid, c.relkind::text, n.nspname::text, \
+                    pg_catalog.obj_description(c.oid, 'pg_class') \
+             FROM pg_catalog.pg_class c \
+             JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace \
+             WHERE c.relname = $2::text AND c.relkind IN ('r', 'p', 'f', 'v', 'm') \
+               AND CASE WHEN $1::text IS NULL THEN pg_catalog.pg_table_is_visible(c.oid) \
+                        ELSE n.nspname = $1::text END",
+            &[&schema, &table],
+        )
+        .await
+        .map_err(map)?;
+    let Some(found) = found else {
+        return Err(EngineError::TableNotFound {
+            table: table.to_owned(),
+        });
+    };
+    let oid: u32 = found.try_get(0).map_err(map)?;
+    let kind: String = found.try_get(1).map_err(map)?;
+    let found_schema: String = found.try_get(2).map_err(map)?;
+    let comment: Option<String> = found.try_get(3).map_err(map)?;
+
+    let mut columns = Vec::new();
+    for row in conn
+        .query(
+            "SELECT a.attname::text, pg_catalog.format_type(a.atttypid, a.atttypmod), \
+                    NOT a.attnotnull, pg_catalog.col_description(a.attrelid, a.attnum) \
+             FROM pg_catalog.pg_attribute a \
+             WHERE a.attrelid = $1 AND a.attnum > 0 AND NOT a.attisdropped \
+             ORDER BY a.attnum",
+            &[&oid],
+        )
+        .await
+        .map_err(map)?
+    {
+        let pg_type: String = row.try_get(1).map_err(map)?;
+        columns.push(ColumnInfo::typed(
+            row.try_get(0).map_err(map)?,
+            render_type(&pg_type),
+            GenericType::String,
+            row.try_get(2).map_err(map)?,
+            row.try_get(3).map_err(map)?,
+        ));
+    }
+
+    let primary_key = match conn
+        .query_opt(
+            "SELECT con.conname::text, ARRAY( \
+                 SELECT a.attname::text \
+                 FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord) \
+                 JOIN pg_catalog.pg_attribute a \
+                   ON a.attrelid = con.conrelid AND a.attnum = k.attnum \
+                 ORDER BY k.ord) \
+             FROM pg_catalog.pg_constraint con \
+             WHERE con.conrelid = $1 AND con.contype = 'p'",
+            &[&oid],
+        )
+        .await
+        .map_err(map)?
+    {
+        Some(row) => Some(PrimaryKey {
+            name: row.try_get(0).map_err(map)?,
+            column_names: row.try_get(1).map_err(map)?,
+        }),
+        None => None,
+    };
+
+    let mut foreign_keys = Vec::new();
+    for row in conn
+        .query(
+            "SELECT con.conname::text, \
+                    ARRAY(SELECT a.attname::text \
+                          FROM unnest(con.conkey) WITH ORDINALITY AS k(attnum, ord) \
+                          JOIN pg_catalog.pg_attribute a \
+                            ON a.attrelid = con.conrelid AND a.attnum = k.attnum \
+                          ORDER BY k.ord), \
+                    CASE WHEN pg_catalog.pg_table_is_visible(rc.oid) THEN NULL \
+                         ELSE rn.nspname::text END, \
+                    rc.relname::text, \
+                    ARRAY(SELECT a.attname::text \
+                          FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, ord) \
+                          JOIN pg_catalog.pg_attribute a \
+                            ON a.attrelid = con.confrelid AND a.attnum = k.attnum \
+                          ORDER BY k.ord) \
+             FROM pg_catalog.pg_constraint con \
+             JOIN pg_catalog.pg_class rc ON rc.oid = con.confrelid \
+             JOIN pg_catalog.pg_namespace rn ON rn.oid = rc.relnamespace \
+             WHERE con.conrelid = $1 AND con.contype = 'f' \
+             ORDER BY con.conname",
+            &[&oid],
+        )
+        .await
+        .map_err(map)?
+    {
+        foreign_keys.push(ForeignKey {
+            name: row.try_get(0).map_err(map)?,
+            constrained_columns: row.try_get(1).map_err(map)?,
+            referred_schema: row.try_get(2).map_err(map)?,
+            referred_table: row.try_get(3).map_err(map)?,
+            referred_columns: row.try_get(4).map_err(map)?,
+        });
+    }
+
+    let mut indexes = Vec::new();
+    for row in conn
+        .query(
+            "SELECT ic.relname::text, ix.indisunique, ARRAY( \
+                 SELECT CASE WHEN ix.indkey[k - 1] <> 0 \
+                     THEN (SELECT a.attname::text FROM pg_catalog.pg_attribute a \
+                           WHERE a.attrelid = ix.indrelid AND a.attnum = ix.indkey[k - 1]) \
+                     ELSE pg_catalog.pg_get_indexdef(ix.indexrelid, k, true) END \
+                 FROM generate_series(1, ix.indnkeyatts::int) AS k ORDER BY k) \
+             FROM pg_catalog.pg_index ix \
+             JOIN pg_catalog.pg_class ic ON ic.oid = ix.indexrelid \
+             WHERE ix.indrelid = $1 AND NOT ix.indisprimary \
+             ORDER BY ic.relname",
+            &[&oid],
+        )
+        .await
+        .map_err(map)?
+    {
+        indexes.push(IndexInfo {
+            name: row.try_get(0).map_err(map)?,
+            unique: row.try_get(1).map_err(map)?,
+            column_names: row.try_get(2).map_err(map)?,
+        });
+    }
+
+    Ok(TableMetadata {
+        name: table.to_owned(),
+        schema: Some(found_schema),
+        kind: relkind(&kind),
+        columns,
+        primary_key,
+        foreign_keys,
+        indexes,
+        comment,
+    })
+}
+
+/// The result columns of `sql`, found by preparing it (never executing it) inside a READ ONLY
+/// transaction that is rolled back. The statement must also prepare as the subquery of
+/// `SELECT * FROM (<sql>) AS virtual_table`, which only queries can: DML, DDL, `SELECT … INTO`
+/// and data-modifying CTEs are refused there.
+pub(crate) async fn query_columns(
+    pool: &PgPool,
+    sql: &str,
+) -> Result<Vec<ColumnInfo>, EngineError> {
+    let mut conn = pool.get().await?;
+    let map = |e: tokio_postgres::Error| pool.map(&e);
+    let tx = conn
+        .build_transaction()
+        .read_only(true)
+        .start()
+        .await
+        .map_err(map)?;
+    let stmt = tx.prepare(sql).await.map_err(map)?;
+    if !stmt.params().is_empty() {
+        return Err(EngineError::other(
+            "The query has bind parameters ($1, …); a dataset query cannot have any.",
+        ));
+    }
+    let wrapped = format!("SELECT * FROM (\n{sql}\n) AS virtual_table LIMIT 1");
+    if let Err(e) = tx.prepare(&wrapped).await {
+        let not_a_query = e
+            .code()
+            .is_some_and(|c| c.code().starts_with("42") || *c == SqlState::FEATURE_NOT_SUPPORTED);
+        return Err(if not_a_query {
+            EngineError::NotReadOnly
+        } else {
+            map(e)
+        });
+    }
+    let oids: Vec<u32> = stmt.columns().iter().map(|c| c.type_().oid()).collect();
+    let mods: Vec<i32> = stmt.columns().iter().map(|c| c.type_modifier()).collect();
+    let names = tx
+        .query(
+            "SELECT pg_catalog.format_type(t.oid, t.mod) \
+             FROM unnest($1::oid[], $2::int4[]) WITH ORDINALITY AS t(oid, mod, ord) \
+             ORDER BY t.ord",
+            &[&oids, &mods],
+        )
+        .await
+        .map_err(map)?;
+    let mut out = Vec::with_capacity(names.len());
+    for (column, row) in stmt.columns().iter().zip(&names) {
+        let pg_type: Option<String> = row.try_get(0).map_err(map)?;
+        let type_name = pg_type.map_or_else(
+            || column.type_().name().to_ascii_uppercase(),
+            |t| render_type(&t),
+        );
+        out.push(ColumnInfo::typed(
+            column.name().to_owned(),
+            type_name,
+            GenericType::String,
+            true,
+            None,
+        ));
+    }
+    tx.rollback().await.map_err(map)?;
+    Ok(out)
+}
+
+/// Renders PostgreSQL's `format_type` text the way SQLAlchemy compiles the reflected type and
+/// Superset upper-cases it: `character varying(50)` → `VARCHAR(50)`, `numeric(10,2)` →
+/// `NUMERIC(10, 2)`, `timestamp without time zone` → `TIMESTAMP WITHOUT TIME ZONE`,
+/// `integer[]` → `INTEGER[]`.
+pub fn render_type(pg_type: &str) -> String {
+    let mut base = pg_type.trim();
+    let mut dims = 0;
+    while let Some(b) = base.strip_suffix("[]") {
+        base = b;
+        dims += 1;
+    }
+    let rendered = if let Some(rest) = base.strip_prefix("character varying") {
+        format!("VARCHAR{rest}")
+    } else if let Some(rest) = base.strip_prefix("character") {
+        format!("CHAR{rest}")
+    } else if let Some(args) = base
+        .strip_prefix("numeric(")
+        .and_then(|a| a.strip_suffix(')'))
+    {
+        let args: Vec<&str> = args.split(',').map(str::trim).collect();
+        format!("NUMERIC({})", args.join(", "))
+    } else {
+        base.to_owned()
+    };
+    let mut out = rendered.to_uppercase();
+    for _ in 0..dims {
+        out.push_str("[]");
+    }
+    out
+}
+
+/// Maps a tokio-postgres error to Superset's error kinds: SQLSTATE first, then the I/O cause of
+/// a failed connect.
+pub(crate) fn map_error(error: &tokio_postgres::Error, ctx: &ErrorContext) -> EngineError {
+    if let Some(db) = error.as_db_error() {
+        return map_db_error(db.code(), db.message(), ctx);
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return map_io_error(io, ctx);
+        }
+        source = cause.source();
+    }
+    let text = match std::error::Error::source(error) {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
+    };
+    if text.contains("password missing") {
+        return EngineError::PasswordRequired;
+    }
+    EngineError::Other { message: text }
+}
+
+fn map_io_error(io: &std::io::Error, ctx: &ErrorContext) -> EngineError {
+    use std::io::ErrorKind;
+    let host = ctx.host.clone();
+    let port = ctx.port;
+    match io.kind() {
+        ErrorKind::ConnectionRefused => EngineError::PortClosed { host, port },
+        ErrorKind::TimedOut | ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable => {
+            EngineError::HostDown { host, port }
+        }
+        _ => {
+            let text = io.to_string();
+            let dns = [
+                "lookup address",
+                "Name or service not known",
+                "nodename nor servname",
+                "No address associated",
+                "Temporary failure in name resolution",
+                "could not resolve any addresses",
+            ];
+            if dns.iter().any(|d| text.contains(d)) {
+                EngineError::InvalidHostname { host }
+            } else {
+                EngineError::Other {
+                    message: format!("could not connect to server: {text}"),
+                }
+            }
+        }
+    }
+}
+
+/// SQLSTATE (and, where PostgreSQL shares a code, the message) → error kind.
+pub(crate) fn map_db_error(code: &SqlState, message: &str, ctx: &ErrorContext) -> EngineError {
+    if *code == SqlState::INVALID_PASSWORD {
+        EngineError::InvalidPassword {
+            username: ctx.username.clone(),
+        }
+    } else if *code == SqlState::INVALID_AUTHORIZATION_SPECIFICATION {
+        match quoted_after(message, "role ") {
+            Some(username) if message.ends_with("does not exist") => {
+                EngineError::InvalidUsername { username }
+            }
+            _ => EngineError::other(message),
+        }
+    } else if *code == SqlState::INVALID_CATALOG_NAME {
+        EngineError::UnknownDatabase {
+            database: quoted_after(message, "database ").unwrap_or_else(|| ctx.database.clone()),
+        }
+    } else if *code == SqlState::SYNTAX_ERROR {
+        if message.contains("cannot insert multiple commands") {
+            EngineError::MultipleStatements
+        } else if let Some(near) = quoted_after(message, "syntax error at or near ") {
+            EngineError::Syntax {
+                message: format!(
+                    "Please check your query for syntax errors at or near \"{near}\". Then, \
+                     try running your query again."
+                ),
+            }
+        } else {
+            EngineError::Syntax {
+                message: message.to_owned(),
+            }
+        }
+    } else if *code == SqlState::UNDEFINED_TABLE {
+        match quoted_after(message, "relation ") {
+            Some(table) => EngineError::TableNotFound { table },
+            None => EngineError::other(message),
+        }
+    } else if *code == SqlState::INVALID_SCHEMA_NAME {
+        match quoted_after(message, "schema ") {
+            Some(schema) => EngineError::SchemaNotFound { schema },
+            None => EngineError::other(message),
+        }
+    } else if *code == SqlState::QUERY_CANCELED && message.contains("statement timeout") {
+        EngineError::StatementTimeout
+    } else if *code == SqlState::READ_ONLY_SQL_TRANSACTION {
+        EngineError::NotReadOnly
+    } else {
+        EngineError::other(message)
+    }
+}
+
+/// The double-quoted name right after `prefix` in `message` (`role "x" does not exist` → `x`).
+fn quoted_after(message: &str, prefix: &str) -> Option<String> {
+    let start = message.find(prefix)? + prefix.len();
+    let rest = message[start..].strip_prefix('"')?;
+    let end = rest.rfind('"')?;
+    Some(rest[..end].to_owned()).filter(|_| !rest[end + 1..].contains('"'))
+}
+
+/// PostgreSQL's reserved words, as SQLAlchemy 1.4 lists them (`RESERVED_WORDS`).
+const RESERVED: &[&str] = &[
+    "all",
+    "analyse",
+    "analyze",
+    "and",
+    "any",
+    "array",
+    "as",
+    "asc",
+    "asymmetric",
+    "authorization",
+    "between",
+    "binary",
+    "both",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "constraint",
+    "create",
+    "cross",
+    "current_catalog",
+    "current_date",
+    "current_role",
+    "current_schema",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "default",
+    "deferrable",
+    "desc",
+    "distinct",
+    "do",
+    "else",
+    "end",
+    "except",
+    "false",
+    "fetch",
+    "for",
+    "foreign",
+    "freeze",
+    "from",
+    "full",
+    "grant",
+    "group",
+    "having",
+    "ilike",
+    "in",
+    "initially",
+    "inner",
+    "intersect",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "leading",
+    "left",
+    "like",
+    "limit",
+    "localtime",
+    "localtimestamp",
+    "natural",
+    "new",
+    "not",
+    "notnull",
+    "null",
+    "of",
+    "off",
+    "offset",
+    "old",
+    "on",
+    "only",
+    "or",
+    "order",
+    "outer",
+    "over",
+    "overlaps",
+    "placing",
+    "primary",
+    "references",
+    "returning",
+    "right",
+    "select",
+    "session_user",
+    "similar",
+    "some",
+    "symmetric",
+    "table",
+    "then",
+    "to",
+    "trailing",
+    "true",
+    "union",
+    "unique",
+    "user",
+    "using",
+    "variadic",
+    "verbose",
+    "when",
+    "where",
+    "window",
+    "with",
+];
+
+/// Whether `ident` is a reserved word in PostgreSQL (case-insensitive).
+pub fn is_reserved(ident: &str) -> bool {
+    let lower = ident.to_ascii_lowercase();
+    RESERVED.contains(&lower.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx() -> ErrorContext {
+        ErrorContext {
+            username: "ana".into(),
+            host: "db.example".into(),
+            port: 5433,
+            database: "sales".into(),
+        }
+    }
+
+    #[test]
+    fn types_render_like_sqlalchemy() {
+        let cases = [
+            ("character varying(50)", "VARCHAR(50)"),
+            ("character varying", "VARCHAR"),
+            ("character(3)", "CHAR(3)"),
+            ("integer", "INTEGER"),
+            ("bigint", "BIGINT"),
+            ("smallint", "SMALLINT"),
+            ("numeric(10,2)", "NUMERIC(10, 2)"),
+            ("numeric", "NUMERIC"),
+            ("double precision", "DOUBLE PRECISION"),
+            ("real", "REAL"),
+            ("text", "TEXT"),
+            ("boolean", "BOOLEAN"),
+            ("date", "DATE"),
+            ("timestamp without time zone", "TIMESTAMP WITHOUT TIME ZONE"),
+            ("timestamp(3) with time zone", "TIMESTAMP(3) WITH TIME ZONE"),
+            ("time without time zone", "TIME WITHOUT TIME ZONE"),
+            ("integer[]", "INTEGER[]"),
+            ("character varying(5)[]", "VARCHAR(5)[]"),
+            ("jsonb", "JSONB"),
+        ];
+        for (pg, want) in cases {
+            assert_eq!(render_type(pg), want, "{pg}");
+        }
+    }
+
+    #[test]
+    fn sqlstates_map_to_superset_errors() {
+        let c = ctx();
+        assert_eq!(
+            map_db_error(
+                &SqlState::INVALID_PASSWORD,
+                "password authentication failed for user \"ana\"",
+                &c
+            ),
+            EngineError::InvalidPassword {
+                username: "ana".into()
+            }
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+                "role \"bob\" does not exist",
+                &c
+            ),
+            EngineError::InvalidUsername {
+                username: "bob".into()
+            }
+        );
+        assert!(matches!(
+            map_db_error(
+                &SqlState::INVALID_AUTHORIZATION_SPECIFICATION,
+                "no pg_hba.conf entry for host \"1.2.3.4\"",
+                &c
+            ),
+            EngineError::Other { .. }
+        ));
+        assert_eq!(
+            map_db_error(
+                &SqlState::INVALID_CATALOG_NAME,
+                "database \"nope\" does not exist",
+                &c
+            ),
+            EngineError::UnknownDatabase {
+                database: "nope".into()
+            }
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::SYNTAX_ERROR,
+                "syntax error at or near \"FORM\"",
+                &c
+            )
+            .message(),
+            "Please check your query for syntax errors at or near \"FORM\". Then, try running \
+             your query again."
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::SYNTAX_ERROR,
+                "cannot insert multiple commands into a prepared statement",
+                &c
+            ),
+            EngineError::MultipleStatements
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::UNDEFINED_TABLE,
+                "relation \"a.b\" does not exist",
+                &c
+            ),
+            EngineError::TableNotFound {
+                table: "a.b".into()
+            }
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::INVALID_SCHEMA_NAME,
+                "schema \"x\" does not exist",
+                &c
+            ),
+            EngineError::SchemaNotFound { schema: "x".into() }
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::QUERY_CANCELED,
+                "canceling statement due to statement timeout",
+                &c
+            ),
+            EngineError::StatementTimeout
+        );
+        assert_eq!(
+            map_db_error(
+                &SqlState::UNDEFINED_COLUMN,
+                "column \"z\" does not exist",
+                &c
+            ),
+            EngineError::other("column \"z\" does not exist")
+        );
+    }
+
+    #[test]
+    fn io_errors_map_to_connection_errors() {
+        use std::io::{Error, ErrorKind};
+        let c = ctx();
+        assert_eq!(
+            map_io_error(&Error::from(ErrorKind::ConnectionRefused), &c),
+            EngineError::PortClosed {
+                host: "db.example".into(),
+                port: 5433
+            }
+        );
+        assert_eq!(
+            map_io_error(&Error::from(ErrorKind::TimedOut), &c),
+            EngineError::HostDown {
+                host: "db.example".into(),
+                port: 5433
+            }
+        );
+        assert_eq!(
+            map_io_error(
+                &Error::other("failed to lookup address information: Name or service not known"),
+                &c
+            ),
+            EngineError::InvalidHostname {
+                host: "db.example".into()
+            }
+        );
+    }
+
+    #[test]
+    fn config_carries_statement_timeout_and_refuses_tls() {
+        let uri = ConnectionUri::parse("postgresql://u:pw@h:6000/d?options=-c%20search_path%3Dx")
+            .expect("uri");
+        let cfg = config(&uri, &EngineOptions::default()).expect("config");
+        assert_eq!(
+            cfg.get_options(),
+            Some("-c search_path=x -c statement_timeout=300000")
+        );
+        assert_eq!(cfg.get_ports(), &[6000]);
+        let tls = ConnectionUri::parse("postgresql://u:pw@h/d?sslmode=require").expect("uri");
+        assert!(config(&tls, &EngineOptions::default()).is_err());
+        let anonymous = ConnectionUri::parse("postgresql://h/d").expect("uri");
+        assert!(config(&anonymous, &EngineOptions::default()).is_err());
+    }
+
+    #[test]
+    fn reserved_words() {
+        assert!(is_reserved("USER"));
+        assert!(is_reserved("order"));
+        assert!(!is_reserved("name"));
+    }
+}

@@ -1,0 +1,741 @@
+//! SQLite: files opened without CREATE, catalog queries through the bindable `pragma_*` table
+//! functions, declared-type rendering and error mapping.
+//!
+//! Connections live in a small bb8 pool and every call runs on tokio's blocking pool. A
+//! statement that outlives the statement timeout is interrupted by a progress handler.
+//! Cancellation safety: if the caller's future is dropped, the blocking call still finishes
+//! (bounded by that timeout) before its connection goes back to the pool.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use bb8::{ErrorSink, ManageConnection, Pool, PooledConnection};
+use rusqlite::types::Type;
+use rusqlite::{Batch, Connection, ErrorCode, OpenFlags};
+
+use super::{
+    ColumnInfo, EngineError, EngineOptions, ForeignKey, GenericType, IndexInfo, LastError,
+    PrimaryKey, TableEntry, TableKind, TableMetadata,
+};
+use crate::uri::ConnectionUri;
+
+/// The one schema of a SQLite database as Liteset exposes it.
+const MAIN: &str = "main";
+
+/// How long a statement waits on another process's write lock.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A bounded pool of connections to one SQLite file.
+#[derive(Clone)]
+pub(crate) struct SqlitePool {
+    pool: Pool<Manager>,
+    last: LastError,
+    statement_timeout: Duration,
+}
+
+/// Opens connections to one file.
+#[derive(Debug)]
+pub(crate) struct Manager {
+    path: PathBuf,
+}
+
+impl ManageConnection for Manager {
+    type Connection = Connection;
+    type Error = EngineError;
+
+    async fn connect(&self) -> Result<Connection, EngineError> {
+        let path = self.path.clone();
+        tokio::task::spawn_blocking(move || open(&path))
+            .await
+            .map_err(|e| EngineError::other(format!("SQLite open task failed: {e}")))?
+    }
+
+    async fn is_valid(&self, _conn: &mut Connection) -> Result<(), EngineError> {
+        // A local file handle does not go stale the way a socket does.
+        Ok(())
+    }
+
+    fn has_broken(&self, _conn: &mut Connection) -> bool {
+        false
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Sink(LastError);
+
+impl ErrorSink<EngineError> for Sink {
+    fn sink(&self, error: EngineError) {
+        tracing::debug!(error = %error, "SQLite engine connection failed");
+        self.0.set(error);
+    }
+
+    fn boxed_clone(&self) -> Box<dyn ErrorSink<EngineError>> {
+        Box::new(self.clone())
+    }
+}
+
+/// Opens `path` read-write without CREATE (a missing file is an error, never created) and
+/// without URI interpretation, then reads the schema so a non-database file fails here.
+fn open(path: &Path) -> Result<Connection, EngineError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, &e))?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(map_error)?;
+    conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
+        r.get::<_, i64>(0)
+    })
+    .map_err(|e| open_error(path, &e))?;
+    Ok(conn)
+}
+
+fn open_error(path: &Path, error: &rusqlite::Error) -> EngineError {
+    match error.sqlite_error_code() {
+        Some(ErrorCode::CannotOpen) => EngineError::UnknownDatabase {
+            database: path.display().to_string(),
+        },
+        Some(ErrorCode::NotADatabase) => {
+            EngineError::other(format!("{} is not a SQLite database", path.display()))
+        }
+        _ => map_error_ref(error),
+    }
+}
+
+fn path_of(uri: &ConnectionUri) -> Result<PathBuf, EngineError> {
+    uri.path
+        .clone()
+        .ok_or_else(|| EngineError::other("A SQLite URI needs a file path"))
+}
+
+/// A lazily opening pool (no file is opened until first use).
+pub(crate) fn build_pool(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<SqlitePool, EngineError> {
+    let last = LastError::default();
+    let pool = Pool::builder()
+        .max_size(options.pool_size.max(1))
+        .min_idle(None)
+        .connection_timeout(options.connect_timeout)
+        .idle_timeout(Some(Duration::from_secs(600)))
+        .test_on_check_out(false)
+        .retry_connection(false)
+        .error_sink(Box::new(Sink(last.clone())))
+        .build_unchecked(Manager {
+            path: path_of(uri)?,
+        });
+    Ok(SqlitePool {
+        pool,
+        last,
+        statement_timeout: options.statement_timeout,
+    })
+}
+
+impl SqlitePool {
+    /// Runs `f` on a pooled connection on the blocking pool, interrupted past the statement
+    /// timeout.
+    async fn run<T, F>(&self, f: F) -> Result<T, EngineError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, EngineError> + Send + 'static,
+    {
+        let conn: PooledConnection<'static, Manager> = self.last.get(&self.pool, |e| e).await?;
+        let timeout = self.statement_timeout;
+        tokio::task::spawn_blocking(move || {
+            let limited = !timeout.is_zero();
+            if limited {
+                let deadline = Instant::now() + timeout;
+                conn.progress_handler(1_000, Some(move || Instant::now() >= deadline));
+            }
+            let out = f(&conn);
+            if limited {
+                conn.progress_handler(0, None::<fn() -> bool>);
+            }
+            out
+        })
+        .await
+        .map_err(|e| EngineError::other(format!("SQLite task failed: {e}")))?
+    }
+}
+
+/// A fresh connection (not pooled) that reads the schema, within the connect timeout.
+pub(crate) async fn test_connection(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<(), EngineError> {
+    let path = path_of(uri)?;
+    let attempt = tokio::task::spawn_blocking(move || {
+        let conn = open(&path)?;
+        conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
+            .map_err(map_error)?;
+        Ok(())
+    });
+    match tokio::time::timeout(options.connect_timeout, attempt).await {
+        Ok(joined) => joined.map_err(|e| EngineError::other(format!("SQLite task failed: {e}")))?,
+        Err(_) => Err(EngineError::Timeout),
+    }
+}
+
+/// Always `["main"]`.
+pub(crate) async fn schemas(_pool: &SqlitePool) -> Result<Vec<String>, EngineError> {
+    Ok(vec![MAIN.to_owned()])
+}
+
+/// Tables and views of `main` (SQLite's internal `sqlite_*` tables left out); another schema
+/// has none.
+pub(crate) async fn tables(
+    pool: &SqlitePool,
+    schema: &str,
+) -> Result<Vec<TableEntry>, EngineError> {
+    if schema != MAIN {
+        return Ok(Vec::new());
+    }
+    pool.run(|conn| {
+        let mut stmt = conn
+            .prepare(
+                "SELECT name, type FROM sqlite_master \
+                 WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' \
+                 ORDER BY name",
+            )
+            .map_err(map_error)?;
+        let rows = stmt
+            .query_map([], |r| {
+                let kind: String = r.get(1)?;
+                Ok(TableEntry {
+                    name: r.get(0)?,
+                    kind: if kind == "view" {
+                        TableKind::View
+                    } else {
+                        TableKind::Table
+                    },
+                })
+            })
+            .map_err(map_error)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(map_error)
+    })
+    .await
+}
+
+/// Columns, primary key, foreign keys and indexes of `table` in `main`.
+pub(crate) async fn table_metadata(
+    pool: &SqlitePool,
+    schema: Option<&str>,
+    table: &str,
+) -> Result<TableMetadata, EngineError> {
+    if let Some(schema) = schema.filter(|s| *s != MAIN) {
+        return Err(EngineError::SchemaNotFound {
+            schema: schema.to_owned(),
+        });
+    }
+    let table = table.to_owned();
+    pool.run(move |conn| read_metadata(conn, &table)).await
+}
+
+fn read_metadata(conn: &Connection, table: &str) -> Result<TableMetadata, EngineError> {
+    let kind: Option<String> = conn
+        .query_row(
+            "SELECT type FROM sqlite_master \
+             WHERE type IN ('table', 'view') AND name = ?1 COLLATE NOCASE",
+            [table],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })
+        .map_err(map_error)?;
+    let Some(kind) = kind else {
+        return Err(EngineError::TableNotFound {
+            table: table.to_owned(),
+        });
+    };
+
+    let mut columns = Vec::new();
+    let mut pk: Vec<(i64, String)> = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?1) ORDER BY cid")
+            .map_err(map_error)?;
+        let mut rows = stmt.query([table]).map_err(map_error)?;
+        while let Some(row) = rows.next().map_err(map_error)? {
+            let name: String = row.get(0).map_err(map_error)?;
+            let declared: String = row.get(1).map_err(map_error)?;
+            let not_null: bool = row.get(2).map_err(map_error)?;
+            let key_pos: i64 = row.get(3).map_err(map_error)?;
+            if key_pos > 0 {
+                pk.push((key_pos, name.clone()));
+            }
+            columns.push(column(name, &declared, !not_null));
+        }
+    }
+    pk.sort();
+    let primary_key = (!pk.is_empty()).then(|| PrimaryKey {
+        name: None,
+        column_names: pk.into_iter().map(|(_, n)| n).collect(),
+    });
+
+    // id → (referred table, [(from, to)]) in key order.
+    let mut fks: BTreeMap<i64, (String, Vec<ColumnPair>)> = BTreeMap::new();
+    {
+        let mut stmt = conn
+            .prepare(
+                "SELECT id, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?1) \
+                 ORDER BY id, seq",
+            )
+            .map_err(map_error)?;
+        let mut rows = stmt.query([table]).map_err(map_error)?;
+        while let Some(row) = rows.next().map_err(map_error)? {
+            let id: i64 = row.get(0).map_err(map_error)?;
+            let referred: String = row.get(1).map_err(map_error)?;
+            let from: String = row.get(2).map_err(map_error)?;
+            let to: Option<String> = row.get(3).map_err(map_error)?;
+            fks.entry(id)
+                .or_insert_with(|| (referred, Vec::new()))
+                .1
+                .push((from, to));
+        }
+    }
+    let mut foreign_keys = Vec::new();
+    for (referred_table, pairs) in fks.into_values() {
+        let (constrained_columns, to): (Vec<String>, Vec<Option<String>>) =
+            pairs.into_iter().unzip();
+        // `REFERENCES t` without columns means t's primary key.
+        let referred_columns = if to.iter().all(Option::is_some) {
+            to.into_iter().flatten().collect()
+        } else {
+            primary_key_of(conn, &referred_table)?
+        };
+        foreign_keys.push(ForeignKey {
+            name: None,
+            constrained_columns,
+            referred_schema: None,
+            referred_table,
+            referred_columns,
+        });
+    }
+
+    let mut indexes = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare(
+                "SELECT name, \"unique\" FROM pragma_index_list(?1) \
+                 WHERE name NOT LIKE 'sqlite\\_autoindex%' ESCAPE '\\' ORDER BY name",
+            )
+            .map_err(map_error)?;
+        let listed = stmt
+            .query_map([table], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))
+            })
+            .map_err(map_error)?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(map_error)?;
+        let mut info = conn
+            .prepare("SELECT name FROM pragma_index_info(?1) ORDER BY seqno")
+            .map_err(map_error)?;
+        for (name, unique) in listed {
+            // Expression keys have no name; SQLite does not give their text.
+            let column_names = info
+                .query_map([&name], |r| r.get::<_, Option<String>>(0))
+                .map_err(map_error)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(map_error)?
+                .into_iter()
+                .flatten()
+                .collect();
+            indexes.push(IndexInfo {
+                name,
+                column_names,
+                unique,
+            });
+        }
+    }
+
+    Ok(TableMetadata {
+        name: table.to_owned(),
+        schema: Some(MAIN.to_owned()),
+        kind: if kind == "view" {
+            TableKind::View
+        } else {
+            TableKind::Table
+        },
+        columns,
+        primary_key,
+        foreign_keys,
+        indexes,
+        comment: None,
+    })
+}
+
+/// A foreign key's (constrained, referred) column; the referred one is NULL for `REFERENCES t`.
+type ColumnPair = (String, Option<String>);
+
+fn primary_key_of(conn: &Connection, table: &str) -> Result<Vec<String>, EngineError> {
+    let mut stmt = conn
+        .prepare("SELECT name FROM pragma_table_info(?1) WHERE pk > 0 ORDER BY pk")
+        .map_err(map_error)?;
+    let names = stmt
+        .query_map([table], |r| r.get(0))
+        .map_err(map_error)?
+        .collect::<Result<Vec<String>, _>>()
+        .map_err(map_error)?;
+    Ok(names)
+}
+
+fn column(name: String, declared: &str, nullable: bool) -> ColumnInfo {
+    let type_name = render_type(declared);
+    let fallback = affinity(&type_name);
+    ColumnInfo::typed(name, type_name, fallback, nullable, None)
+}
+
+/// The generic type SQLite's affinity rules give a declared type no Superset rule matches.
+fn affinity(type_name: &str) -> GenericType {
+    let t = type_name.to_ascii_uppercase();
+    let numeric = ["INT", "REAL", "FLOA", "DOUB"];
+    let text = ["CHAR", "CLOB", "TEXT", "BLOB"];
+    if numeric.iter().any(|n| t.contains(n)) {
+        GenericType::Numeric
+    } else if t.is_empty() || text.iter().any(|n| t.contains(n)) {
+        GenericType::String
+    } else {
+        // NUMERIC affinity.
+        GenericType::Numeric
+    }
+}
+
+/// A declared SQLite type as SQLAlchemy reflects and Superset shows it: known names kept
+/// (`BOOL` → `BOOLEAN`, `INT` → `INTEGER`, `DOUBLE` → `FLOAT`, `*_CHAR` → the temporal type),
+/// lengths and precisions kept for the types that take them (`VARCHAR(50)`, `NUMERIC(10, 2)`),
+/// unknown names resolved by SQLite's affinity rules (`INTEGER`, `TEXT`, `REAL`, `NUMERIC`).
+/// An empty declared type stays empty.
+pub fn render_type(declared: &str) -> String {
+    let declared = declared.trim();
+    let (name, args) = match declared.find('(') {
+        Some(i) => (
+            declared[..i].trim(),
+            declared[i + 1..].trim_end().trim_end_matches(')'),
+        ),
+        None => (declared, ""),
+    };
+    let name = name.to_ascii_uppercase();
+    let numbers: Vec<&str> = args
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let with_args = |base: &str| {
+        if numbers.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}({})", numbers.join(", "))
+        }
+    };
+    match name.as_str() {
+        "" => String::new(),
+        "BOOL" | "BOOLEAN" => "BOOLEAN".to_owned(),
+        "INT" | "INTEGER" => "INTEGER".to_owned(),
+        "DOUBLE" => with_args("FLOAT"),
+        "DATE_CHAR" => "DATE".to_owned(),
+        "DATETIME_CHAR" => "DATETIME".to_owned(),
+        "TIME_CHAR" => "TIME".to_owned(),
+        "BIGINT" | "BLOB" | "DATE" | "DATETIME" | "JSON" | "SMALLINT" | "REAL" | "TIME"
+        | "TIMESTAMP" => name,
+        "CHAR" | "VARCHAR" | "NCHAR" | "NVARCHAR" | "TEXT" | "DECIMAL" | "NUMERIC" | "FLOAT" => {
+            with_args(&name)
+        }
+        n if n.contains("INT") => "INTEGER".to_owned(),
+        n if n.contains("CHAR") || n.contains("CLOB") || n.contains("TEXT") => "TEXT".to_owned(),
+        n if n.contains("BLOB") => "BLOB".to_owned(),
+        n if n.contains("REAL") || n.contains("FLOA") || n.contains("DOUB") => "REAL".to_owned(),
+        _ => with_args("NUMERIC"),
+    }
+}
+
+/// The columns of a single read-only statement. Columns with a declared type (those read
+/// straight from a table) take it; for the others (expressions) the first row's value decides
+/// (`INT`, `FLOAT`, `STRING`, as Superset's result sets name them), `STRING` when there is none.
+pub(crate) async fn query_columns(
+    pool: &SqlitePool,
+    sql: &str,
+) -> Result<Vec<ColumnInfo>, EngineError> {
+    let sql = sql.to_owned();
+    pool.run(move |conn| describe(conn, &sql)).await
+}
+
+fn describe(conn: &Connection, sql: &str) -> Result<Vec<ColumnInfo>, EngineError> {
+    let mut batch = Batch::new(conn, sql);
+    let mut stmt = batch
+        .next()
+        .map_err(map_error)?
+        .ok_or_else(|| EngineError::other("Virtual dataset query cannot be empty"))?;
+    // Whether the rest parses or not, a second statement is refused as such.
+    if !matches!(batch.next(), Ok(None)) {
+        return Err(EngineError::MultipleStatements);
+    }
+    if !stmt.readonly() {
+        return Err(EngineError::NotReadOnly);
+    }
+    if stmt.parameter_count() > 0 {
+        return Err(EngineError::other(
+            "The query has bind parameters; a dataset query cannot have any.",
+        ));
+    }
+    let described: Vec<(String, Option<String>)> = stmt
+        .columns()
+        .iter()
+        .map(|c| (c.name().to_owned(), c.decl_type().map(str::to_owned)))
+        .collect();
+    let mut first_row: Vec<Option<Type>> = vec![None; described.len()];
+    if described.iter().any(|(_, d)| d.is_none()) {
+        let mut rows = stmt.query([]).map_err(map_error)?;
+        if let Some(row) = rows.next().map_err(map_error)? {
+            for (i, slot) in first_row.iter_mut().enumerate() {
+                *slot = Some(row.get_ref(i).map_err(map_error)?.data_type());
+            }
+        }
+    }
+    Ok(described
+        .into_iter()
+        .zip(first_row)
+        .map(|((name, declared), seen)| match declared {
+            Some(declared) => column(name, &declared, true),
+            None => {
+                let inferred = match seen {
+                    Some(Type::Integer) => "INT",
+                    Some(Type::Real) => "FLOAT",
+                    Some(Type::Blob) => "BLOB",
+                    _ => "STRING",
+                };
+                ColumnInfo::typed(name, inferred.to_owned(), GenericType::String, true, None)
+            }
+        })
+        .collect())
+}
+
+/// Maps a rusqlite error to Superset's error kinds.
+pub(crate) fn map_error(error: rusqlite::Error) -> EngineError {
+    map_error_ref(&error)
+}
+
+fn map_error_ref(error: &rusqlite::Error) -> EngineError {
+    let (code, message) = match error {
+        rusqlite::Error::SqliteFailure(code, message) => (code, message.as_deref()),
+        // What `prepare` reports (with the `modern_sqlite` feature `bundled` enables).
+        rusqlite::Error::SqlInputError { error, msg, .. } => (error, Some(msg.as_str())),
+        rusqlite::Error::MultipleStatement => return EngineError::MultipleStatements,
+        other => return EngineError::other(other),
+    };
+    if code.code == ErrorCode::OperationInterrupted {
+        return EngineError::StatementTimeout;
+    }
+    let Some(message) = message else {
+        return EngineError::other(error);
+    };
+    if let Some(table) = message.strip_prefix("no such table: ") {
+        EngineError::TableNotFound {
+            table: table.to_owned(),
+        }
+    } else if message.contains("syntax error") || message.starts_with("incomplete input") {
+        EngineError::Syntax {
+            message: message.to_owned(),
+        }
+    } else if message.contains("readonly database") {
+        EngineError::NotReadOnly
+    } else {
+        EngineError::other(message)
+    }
+}
+
+/// SQLite's keywords as SQLAlchemy 1.4's SQLite dialect lists them (`reserved_words`).
+const RESERVED: &[&str] = &[
+    "add",
+    "after",
+    "all",
+    "alter",
+    "analyze",
+    "and",
+    "as",
+    "asc",
+    "attach",
+    "autoincrement",
+    "before",
+    "begin",
+    "between",
+    "by",
+    "cascade",
+    "case",
+    "cast",
+    "check",
+    "collate",
+    "column",
+    "commit",
+    "conflict",
+    "constraint",
+    "create",
+    "cross",
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "database",
+    "default",
+    "deferrable",
+    "deferred",
+    "delete",
+    "desc",
+    "detach",
+    "distinct",
+    "drop",
+    "each",
+    "else",
+    "end",
+    "escape",
+    "except",
+    "exclusive",
+    "exists",
+    "explain",
+    "fail",
+    "false",
+    "for",
+    "foreign",
+    "from",
+    "full",
+    "glob",
+    "group",
+    "having",
+    "if",
+    "ignore",
+    "immediate",
+    "in",
+    "index",
+    "indexed",
+    "initially",
+    "inner",
+    "insert",
+    "instead",
+    "intersect",
+    "into",
+    "is",
+    "isnull",
+    "join",
+    "key",
+    "left",
+    "like",
+    "limit",
+    "match",
+    "natural",
+    "not",
+    "notnull",
+    "null",
+    "of",
+    "offset",
+    "on",
+    "or",
+    "order",
+    "outer",
+    "plan",
+    "pragma",
+    "primary",
+    "query",
+    "raise",
+    "references",
+    "reindex",
+    "rename",
+    "replace",
+    "restrict",
+    "right",
+    "rollback",
+    "row",
+    "select",
+    "set",
+    "table",
+    "temp",
+    "temporary",
+    "then",
+    "to",
+    "transaction",
+    "trigger",
+    "true",
+    "union",
+    "unique",
+    "update",
+    "using",
+    "vacuum",
+    "values",
+    "view",
+    "virtual",
+    "when",
+    "where",
+];
+
+/// Whether `ident` is a reserved word in SQLite (case-insensitive).
+pub fn is_reserved(ident: &str) -> bool {
+    let lower = ident.to_ascii_lowercase();
+    RESERVED.contains(&lower.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_types_render_like_sqlalchemy() {
+        let cases = [
+            ("varchar(50)", "VARCHAR(50)"),
+            ("INTEGER", "INTEGER"),
+            ("int", "INTEGER"),
+            ("bool", "BOOLEAN"),
+            ("NUMERIC(10,2)", "NUMERIC(10, 2)"),
+            ("DECIMAL(10, 2)", "DECIMAL(10, 2)"),
+            ("datetime", "DATETIME"),
+            ("TEXT", "TEXT"),
+            ("REAL", "REAL"),
+            ("double", "FLOAT"),
+            ("UNSIGNED BIG INT", "INTEGER"),
+            ("VARYING CHARACTER(255)", "TEXT"),
+            ("CLOB", "TEXT"),
+            ("DOUBLE PRECISION", "REAL"),
+            ("STRANGE", "NUMERIC"),
+            ("", ""),
+        ];
+        for (declared, want) in cases {
+            assert_eq!(render_type(declared), want, "{declared}");
+        }
+    }
+
+    #[test]
+    fn columns_type_by_superset_then_affinity() {
+        let c = column("d".into(), "DATETIME", true);
+        assert_eq!((c.generic, c.is_dttm), (GenericType::Temporal, true));
+        let c = column("n".into(), "STRANGE", true);
+        assert_eq!(c.generic, GenericType::Numeric);
+        let c = column("x".into(), "", true);
+        assert_eq!(c.generic, GenericType::String);
+        let c = column("b".into(), "BLOB", true);
+        assert_eq!(c.generic, GenericType::String);
+    }
+
+    #[test]
+    fn errors_map() {
+        let fail = |code: i32, msg: &str| {
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(msg.to_owned()))
+        };
+        assert_eq!(
+            map_error(fail(1, "no such table: nope")),
+            EngineError::TableNotFound {
+                table: "nope".into()
+            }
+        );
+        assert!(matches!(
+            map_error(fail(1, "near \"FORM\": syntax error")),
+            EngineError::Syntax { .. }
+        ));
+        assert_eq!(
+            map_error(fail(9, "interrupted")),
+            EngineError::StatementTimeout
+        );
+    }
+
+    #[test]
+    fn reserved_words() {
+        assert!(is_reserved("Values"));
+        assert!(!is_reserved("name"));
+    }
+}
