@@ -47,23 +47,21 @@ pub enum Tags {
     SecurityAdmin,
 }
 
+/// Every API struct, in the order their operations appear in the document.
+type Apis = (
+    web::WebApi,
+    security::SecurityApi,
+    me::MeApi,
+    chart::ChartApi,
+    dashboard::DashboardApi,
+    dashboard::EmbeddedApi,
+    database::DatabaseApi,
+    dataset::DatasetApi,
+    users::UsersApi,
+);
+
 /// The OpenAPI service over every API struct (also used to render the document in tests).
-pub fn openapi(
-    state: &Arc<AppState>,
-) -> OpenApiService<
-    (
-        web::WebApi,
-        security::SecurityApi,
-        me::MeApi,
-        chart::ChartApi,
-        dashboard::DashboardApi,
-        dashboard::EmbeddedApi,
-        database::DatabaseApi,
-        dataset::DatasetApi,
-        users::UsersApi,
-    ),
-    (),
-> {
+pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
     OpenApiService::new(
         (
             web::WebApi {

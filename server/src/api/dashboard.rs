@@ -685,9 +685,8 @@ impl EmbeddedApi {
     async fn get(&self, auth: Auth, uuid: Path<String>) -> Result<JsonValue, ApiError> {
         self.state
             .auth
-            .authorize(&auth.principal, "can_read", "EmbeddedDashboard")
-            .await
-            .or(Ok::<(), ApiError>(()))?;
+            .authorize(&auth.principal, "can_read", "Dashboard")
+            .await?;
         let (uuid, did, domains, changed) = self
             .state
             .store

@@ -494,9 +494,10 @@ fn child_writes(items: &Json_, key: &str, metric: bool) -> Result<Vec<ChildWrite
             values: vec![],
         };
         for r in required {
-            if !obj
+            if obj
                 .get(*r)
-                .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+                .and_then(Json_::as_str)
+                .is_none_or(str::is_empty)
             {
                 return Err(bad(r, "Missing data for required field."));
             }
@@ -889,7 +890,7 @@ impl DatasetApi {
         resource::changes_from_body(
             &SPEC,
             &body.0,
-            !body.0.get("database_id").is_some_and(|v| !v.is_null()),
+            body.0.get("database_id").is_none_or(Json_::is_null),
         )?;
         let id = self.create(&user, &body.0).await?;
         let data = dataset_data(&self.state, id).await?;

@@ -208,14 +208,14 @@ pub fn render(
             out.insert((*col).to_owned(), v);
             continue;
         }
-        if let Some((head, tail)) = col.split_once('.') {
-            if matches!(
+        if let Some((head, tail)) = col.split_once('.')
+            && matches!(
                 model.field(head),
                 Some(Field::ToOne { .. } | Field::ToMany { .. })
-            ) {
-                nested.entry(head).or_default().push(tail);
-                continue;
-            }
+            )
+        {
+            nested.entry(head).or_default().push(tail);
+            continue;
         }
         match model.field(col) {
             Some(Field::ToOne { target, .. }) => {
