@@ -21,14 +21,18 @@ const BODY: &[BodyField] = &[
     body("slice_name", BodyType::Str(1, 250), true),
     body("description", BodyType::Str(0, 100_000), false),
     body("viz_type", BodyType::Str(0, 250), false),
-    body("owners", BodyType::Ids, false),
+    body("owners", BodyType::Ids("Owners are invalid"), false),
     body("params", BodyType::JsonStr, false),
     body("query_context", BodyType::JsonStr, false),
     body("cache_timeout", BodyType::Int, false),
     body("datasource_id", BodyType::Int, true),
     body("datasource_type", BodyType::Str(1, 20), true),
     body("datasource_name", BodyType::Str(0, 2000), false),
-    body("dashboards", BodyType::Ids, false),
+    body(
+        "dashboards",
+        BodyType::Ids("Dashboards do not exist"),
+        false,
+    ),
     body("certified_by", BodyType::Str(0, 1000), false),
     body("certification_details", BodyType::Str(0, 100_000), false),
     body("is_managed_externally", BodyType::Bool, false),
@@ -40,6 +44,7 @@ const BODY: &[BodyField] = &[
 pub static SPEC: Spec = Spec {
     model: &CHART,
     view_menu: "Chart",
+    noun: "chart",
     list_title: "List Slice",
     show_title: "Show Slice",
     add_title: "Add Slice",
@@ -281,17 +286,6 @@ pub struct ChartApi {
 }
 
 impl ChartApi {
-    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
-        self.state
-            .auth
-            .authorize(&auth.principal, perm, "Chart")
-            .await?;
-        auth.principal
-            .user()
-            .cloned()
-            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
-    }
-
     /// The id of a chart by id or uuid, 404 when missing, 403 when out of the user's reach.
     async fn resolve(&self, pk: &str, user: &CurrentUser) -> Result<i64, ApiError> {
         let id = match pk.parse::<i64>() {
@@ -306,23 +300,13 @@ impl ChartApi {
         let Some(id) = id.filter(|id| *id > 0) else {
             return Err(ApiError::not_found());
         };
-        if !self.state.store.matches(&CHART, id, &Pred::all()).await? {
-            return Err(ApiError::not_found());
-        }
         let scope = catalog::chart_scope(&user.grants());
         let owned = Pred::sql(
             "t.created_by_fk = ? OR EXISTS (SELECT 1 FROM slice_user o WHERE o.slice_id = t.id AND o.user_id = ?)",
             vec![Value::Int(user.user.id), Value::Int(user.user.id)],
         );
-        if !self
-            .state
-            .store
-            .matches(&CHART, id, &Pred::Or(vec![scope, owned]))
-            .await?
-        {
-            return Err(ApiError::message(StatusCode::FORBIDDEN, "Forbidden"));
-        }
-        Ok(id)
+        let reach = Pred::Or(vec![scope, owned]);
+        resource::in_reach(&self.state, &CHART, id, &reach, resource::forbidden).await
     }
 
     /// Validates the datasource and fills the fields derived from it.
@@ -369,7 +353,7 @@ impl ChartApi {
     /// List charts (FAB list protocol).
     #[oai(path = "/", method = "get", operation_id = "chart_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::chart_scope(&user.grants());
         resource::list(
             &self.state,
@@ -386,7 +370,7 @@ impl ChartApi {
     /// Metadata for building forms and filters.
     #[oai(path = "/_info", method = "get", operation_id = "chart_info")]
     async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
 
@@ -398,7 +382,7 @@ impl ChartApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_read").await?;
+        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
     }
 
@@ -414,7 +398,7 @@ impl ChartApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::chart_scope(&user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
@@ -427,7 +411,7 @@ impl ChartApi {
         pk: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
     }
@@ -435,38 +419,12 @@ impl ChartApi {
     /// Create a chart.
     #[oai(path = "/", method = "post", operation_id = "chart_post")]
     async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
-        resource::check_related(
-            &self.state,
-            &CHART,
-            &changes,
-            "owners",
-            "owners",
-            "Owners are invalid",
-        )
-        .await?;
-        resource::check_related(
-            &self.state,
-            &CHART,
-            &changes,
-            "dashboards",
-            "dashboards",
-            "Dashboards do not exist",
-        )
-        .await?;
+        resource::check_links(&self.state, &SPEC, &changes).await?;
         self.with_datasource(&mut changes).await?;
         // The creator always owns what they create.
-        let mut owners = changes
-            .links
-            .iter()
-            .find(|(n, _)| *n == "owners")
-            .map(|(_, ids)| ids.clone())
-            .unwrap_or_default();
-        if !owners.contains(&user.user.id) {
-            owners.push(user.user.id);
-        }
-        changes.link("owners", owners);
+        resource::with_creator(&mut changes, user.user.id);
         changes.set(
             "last_saved_at",
             Value::Timestamp(chrono::Utc::now().naive_utc()),
@@ -491,33 +449,11 @@ impl ChartApi {
         pk: Path<String>,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&CHART, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "chart")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
-        resource::check_related(
-            &self.state,
-            &CHART,
-            &changes,
-            "owners",
-            "owners",
-            "Owners are invalid",
-        )
-        .await?;
-        resource::check_related(
-            &self.state,
-            &CHART,
-            &changes,
-            "dashboards",
-            "dashboards",
-            "Dashboards do not exist",
-        )
-        .await?;
+        resource::check_links(&self.state, &SPEC, &changes).await?;
         self.with_datasource(&mut changes).await?;
         changes.set(
             "last_saved_at",
@@ -536,14 +472,9 @@ impl ChartApi {
     /// Delete a chart (owners and admins).
     #[oai(path = "/:pk", method = "delete", operation_id = "chart_delete")]
     async fn delete(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&CHART, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "chart")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_records(&CHART, &[id]).await?;
         Ok(poem_openapi::payload::Json(json!({"message": "OK"})))
     }
@@ -555,23 +486,10 @@ impl ChartApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
-        let recs = self
-            .state
-            .store
-            .load(&CHART, &ids, &["owners", "created_by"])
-            .await?;
-        if recs.len() != ids.iter().collect::<std::collections::BTreeSet<_>>().len() {
-            return Err(ApiError::not_found());
-        }
-        for rec in &recs {
-            resource::ensure_can_change(&user, rec, "chart")?;
-        }
+        resource::ensure_changeable(&self.state, &SPEC, &ids, &user).await?;
         let n = self.state.store.delete_records(&CHART, &ids).await?;
-        let noun = if n == 1 { "chart" } else { "charts" };
-        Ok(poem_openapi::payload::Json(
-            json!({"message": format!("Deleted {n} {noun}")}),
-        ))
+        Ok(resource::deleted(&SPEC, n))
     }
 }

@@ -23,8 +23,8 @@ use crate::store::model::{Pred, Record};
 const BODY: &[BodyField] = &[
     body("dashboard_title", BodyType::Str(0, 500), false),
     body("slug", BodyType::Str(1, 255), false),
-    body("owners", BodyType::Ids, false),
-    body("roles", BodyType::Ids, false),
+    body("owners", BodyType::Ids("Owners are invalid"), false),
+    body("roles", BodyType::Ids("Some roles do not exist"), false),
     body("position_json", BodyType::JsonStr, false),
     body("css", BodyType::Str(0, 1_000_000), false),
     body("json_metadata", BodyType::JsonStr, false),
@@ -40,6 +40,7 @@ const BODY: &[BodyField] = &[
 pub static SPEC: Spec = Spec {
     model: &DASHBOARD,
     view_menu: "Dashboard",
+    noun: "dashboard",
     list_title: "List Dashboard",
     show_title: "Show Dashboard",
     add_title: "Add Dashboard",
@@ -200,17 +201,6 @@ fn forbidden() -> ApiError {
 }
 
 impl DashboardApi {
-    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
-        self.state
-            .auth
-            .authorize(&auth.principal, perm, "Dashboard")
-            .await?;
-        auth.principal
-            .user()
-            .cloned()
-            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
-    }
-
     /// A dashboard by id or slug: 404 when missing, 403 when not accessible.
     async fn resolve(&self, key: &str, user: &CurrentUser) -> Result<i64, ApiError> {
         let by_id = match key.parse::<i64>() {
@@ -242,10 +232,7 @@ impl DashboardApi {
             catalog::dashboard_scope(&user.grants(), user.is_admin()),
             no_charts,
         ]);
-        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
-            return Err(forbidden());
-        }
-        Ok(id)
+        resource::in_reach(&self.state, &DASHBOARD, id, &scope, forbidden).await
     }
 
     async fn check_slug(
@@ -281,41 +268,8 @@ impl DashboardApi {
         changes: &mut catalog::Changes,
         id: Option<i64>,
     ) -> Result<(), ApiError> {
-        resource::check_related(
-            &self.state,
-            &DASHBOARD,
-            changes,
-            "owners",
-            "owners",
-            "Owners are invalid",
-        )
-        .await?;
-        resource::check_related(
-            &self.state,
-            &DASHBOARD,
-            changes,
-            "roles",
-            "roles",
-            "Some roles do not exist",
-        )
-        .await?;
+        resource::check_links(&self.state, &SPEC, changes).await?;
         self.check_slug(changes, id).await
-    }
-
-    async fn embedded_json(&self, dashboard_id: i64) -> Result<Json_, ApiError> {
-        let (uuid, did, domains, changed) = self
-            .state
-            .store
-            .embedded(Some(dashboard_id), None)
-            .await?
-            .ok_or_else(ApiError::not_found)?;
-        Ok(json!({
-            "uuid": uuid,
-            "allowed_domains": serde_json::from_str::<Json_>(&domains).unwrap_or_else(|_| json!([])),
-            "dashboard_id": did.to_string(),
-            "changed_on": resource::iso(changed),
-            "changed_by": Json_::Null,
-        }))
     }
 
     async fn set_embedded(
@@ -324,7 +278,8 @@ impl DashboardApi {
         key: &str,
         body: &Json_,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_set_embedded").await?;
+        let user =
+            resource::authorized(&self.state, &auth, "can_set_embedded", SPEC.view_menu).await?;
         let id = self.resolve(key, &user).await?;
         let domains = match body.get("allowed_domains") {
             Some(Json_::Array(items)) if items.iter().all(Json_::is_string) => {
@@ -342,7 +297,9 @@ impl DashboardApi {
             .store
             .upsert_embedded(id, &domains.to_string())
             .await?;
-        Ok(Json(json!({"result": self.embedded_json(id).await?})))
+        Ok(Json(
+            json!({"result": embedded_json(&self.state, Some(id), None).await?}),
+        ))
     }
 }
 
@@ -351,7 +308,7 @@ impl DashboardApi {
     /// List dashboards.
     #[oai(path = "/", method = "get", operation_id = "dashboard_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
         resource::list(
             &self.state,
@@ -368,7 +325,7 @@ impl DashboardApi {
     /// Form and filter metadata.
     #[oai(path = "/_info", method = "get", operation_id = "dashboard_info")]
     async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
 
@@ -384,7 +341,7 @@ impl DashboardApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_read").await?;
+        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
     }
 
@@ -400,7 +357,7 @@ impl DashboardApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
@@ -408,7 +365,7 @@ impl DashboardApi {
     /// One dashboard, by id or slug.
     #[oai(path = "/:key", method = "get", operation_id = "dashboard_get")]
     async fn get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self
             .state
@@ -457,7 +414,7 @@ impl DashboardApi {
         operation_id = "dashboard_charts"
     )]
     async fn charts(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self
             .state
@@ -495,7 +452,7 @@ impl DashboardApi {
         operation_id = "dashboard_datasets"
     )]
     async fn datasets(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self
             .state
@@ -521,19 +478,10 @@ impl DashboardApi {
     /// Create a dashboard.
     #[oai(path = "/", method = "post", operation_id = "dashboard_post")]
     async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
         self.validate(&mut changes, None).await?;
-        let mut owners = changes
-            .links
-            .iter()
-            .find(|(n, _)| *n == "owners")
-            .map(|(_, ids)| ids.clone())
-            .unwrap_or_default();
-        if !owners.contains(&user.user.id) {
-            owners.push(user.user.id);
-        }
-        changes.link("owners", owners);
+        resource::with_creator(&mut changes, user.user.id);
         let id = self
             .state
             .store
@@ -552,14 +500,9 @@ impl DashboardApi {
         key: Path<String>,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&DASHBOARD, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "dashboard")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
         self.validate(&mut changes, Some(id)).await?;
         self.state
@@ -576,14 +519,9 @@ impl DashboardApi {
     /// Delete a dashboard (owners and admins).
     #[oai(path = "/:key", method = "delete", operation_id = "dashboard_delete")]
     async fn delete(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&DASHBOARD, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "dashboard")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_records(&DASHBOARD, &[id]).await?;
         Ok(Json(json!({"message": "OK"})))
     }
@@ -595,22 +533,11 @@ impl DashboardApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
-        let recs = self
-            .state
-            .store
-            .load(&DASHBOARD, &ids, &["owners", "created_by"])
-            .await?;
-        if recs.len() != ids.iter().collect::<std::collections::BTreeSet<_>>().len() {
-            return Err(ApiError::not_found());
-        }
-        for rec in &recs {
-            resource::ensure_can_change(&user, rec, "dashboard")?;
-        }
+        resource::ensure_changeable(&self.state, &SPEC, &ids, &user).await?;
         let n = self.state.store.delete_records(&DASHBOARD, &ids).await?;
-        let noun = if n == 1 { "dashboard" } else { "dashboards" };
-        Ok(Json(json!({"message": format!("Deleted {n} {noun}")})))
+        Ok(resource::deleted(&SPEC, n))
     }
 
     /// The dashboard's embedded configuration.
@@ -620,9 +547,11 @@ impl DashboardApi {
         operation_id = "dashboard_embedded_get"
     )]
     async fn embedded(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
-        Ok(Json(json!({"result": self.embedded_json(id).await?})))
+        Ok(Json(
+            json!({"result": embedded_json(&self.state, Some(id), None).await?}),
+        ))
     }
 
     /// Enable or update embedding.
@@ -662,7 +591,8 @@ impl DashboardApi {
         operation_id = "dashboard_embedded_delete"
     )]
     async fn embedded_delete(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_set_embedded").await?;
+        let user =
+            resource::authorized(&self.state, &auth, "can_set_embedded", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         self.state.store.delete_embedded(id).await?;
         Ok(Json(json!({"message": "OK"})))
@@ -687,18 +617,27 @@ impl EmbeddedApi {
             .auth
             .authorize(&auth.principal, "can_read", "Dashboard")
             .await?;
-        let (uuid, did, domains, changed) = self
-            .state
-            .store
-            .embedded(None, Some(&uuid.0))
-            .await?
-            .ok_or_else(ApiError::not_found)?;
-        Ok(Json(json!({"result": {
-            "uuid": uuid,
-            "allowed_domains": serde_json::from_str::<Json_>(&domains).unwrap_or_else(|_| json!([])),
-            "dashboard_id": did.to_string(),
-            "changed_on": resource::iso(changed),
-            "changed_by": Json_::Null,
-        }})))
+        let result = embedded_json(&self.state, None, Some(&uuid.0)).await?;
+        Ok(Json(json!({ "result": result })))
     }
+}
+
+/// An embedded configuration, found by dashboard id or by its own uuid; 404 when absent.
+async fn embedded_json(
+    state: &AppState,
+    dashboard_id: Option<i64>,
+    uuid: Option<&str>,
+) -> Result<Json_, ApiError> {
+    let (uuid, did, domains, changed) = state
+        .store
+        .embedded(dashboard_id, uuid)
+        .await?
+        .ok_or_else(ApiError::not_found)?;
+    Ok(json!({
+        "uuid": uuid,
+        "allowed_domains": serde_json::from_str::<Json_>(&domains).unwrap_or_else(|_| json!([])),
+        "dashboard_id": did.to_string(),
+        "changed_on": resource::iso(changed),
+        "changed_by": Json_::Null,
+    }))
 }

@@ -46,6 +46,7 @@ const BODY: &[BodyField] = &[
 pub static SPEC: Spec = Spec {
     model: &DATABASE,
     view_menu: "Database",
+    noun: "database",
     list_title: "List Database",
     show_title: "Show Database",
     add_title: "Add Database",
@@ -204,7 +205,7 @@ fn masked_uri(rec: &Record) -> String {
     let stored = rec.text("sqlalchemy_uri");
     match ConnectionUri::parse(&stored) {
         Ok(mut u) => {
-            if rec.flag("__has_password") {
+            if rec.flag("has_password") {
                 u.password = Some(PASSWORD_MASK.into());
             }
             u.masked()
@@ -257,43 +258,10 @@ pub struct DatabaseApi {
 }
 
 impl DatabaseApi {
-    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
-        self.state
-            .auth
-            .authorize(&auth.principal, perm, "Database")
-            .await?;
-        auth.principal
-            .user()
-            .cloned()
-            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
-    }
-
     /// 404 unless the database exists and is in the user's reach.
     async fn resolve(&self, id: i64, user: &CurrentUser) -> Result<i64, ApiError> {
-        if !self
-            .state
-            .store
-            .matches(&DATABASE, id, &Pred::all())
-            .await?
-        {
-            return Err(ApiError::not_found());
-        }
-        if !self
-            .state
-            .store
-            .matches(&DATABASE, id, &catalog::database_scope(&user.grants()))
-            .await?
-        {
-            return Err(ApiError::message(StatusCode::FORBIDDEN, "Forbidden"));
-        }
-        Ok(id)
-    }
-
-    async fn load(&self, id: i64, rels: &[&str]) -> Result<Record, ApiError> {
-        let mut rec = self.state.store.load_one(&DATABASE, id, rels).await?;
-        let has = self.state.store.database_secret(id).await?.is_some();
-        rec.values.insert("__has_password", Value::Bool(has));
-        Ok(rec)
+        let scope = catalog::database_scope(&user.grants());
+        resource::in_reach(&self.state, &DATABASE, id, &scope, resource::forbidden).await
     }
 
     /// Validates the URI and name, tests the connection, and returns the changes with the
@@ -398,7 +366,7 @@ impl DatabaseApi {
     }
 
     async fn pk_spec(&self, auth: &Auth, pk: i64, perm: &str) -> Result<ConnectionSpec, ApiError> {
-        let user = self.user(auth, perm).await?;
+        let user = resource::authorized(&self.state, auth, perm, SPEC.view_menu).await?;
         self.resolve(pk, &user).await?;
         connection_spec(&self.state, pk).await
     }
@@ -413,7 +381,7 @@ impl DatabaseApi {
     /// List database connections.
     #[oai(path = "/", method = "get", operation_id = "database_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::database_scope(&user.grants());
         resource::list(
             &self.state,
@@ -430,7 +398,7 @@ impl DatabaseApi {
     /// Form and filter metadata.
     #[oai(path = "/_info", method = "get", operation_id = "database_info")]
     async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
 
@@ -446,7 +414,7 @@ impl DatabaseApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_read").await?;
+        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
     }
 
@@ -462,7 +430,7 @@ impl DatabaseApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::database_scope(&user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
@@ -475,7 +443,7 @@ impl DatabaseApi {
         pk: Path<i64>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
     }
@@ -487,9 +455,9 @@ impl DatabaseApi {
         operation_id = "database_connection"
     )]
     async fn connection(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
-        let rec = self.load(id, &[]).await?;
+        let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
         let mut cols: Vec<&str> = SPEC.show_columns.to_vec();
         cols.extend([
             "sqlalchemy_uri",
@@ -508,7 +476,7 @@ impl DatabaseApi {
     /// Create a database connection (tested first).
     #[oai(path = "/", method = "post", operation_id = "database_post")]
     async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let (mut changes, password, uri) = self.prepare(&body.0, None).await?;
         if let Some(uri) = &uri {
             self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
@@ -525,7 +493,7 @@ impl DatabaseApi {
             .save_database(None, &changes, sealed, Some(user.user.id))
             .await?;
         tracing::info!(database_id = id, "database created");
-        let rec = self.load(id, &[]).await?;
+        let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
         Ok(Saved::Created(Json(
             json!({"id": id, "result": self.result(&body.0, &rec)}),
         )))
@@ -539,21 +507,21 @@ impl DatabaseApi {
         pk: Path<i64>,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let (mut changes, password, uri) = self.prepare(&body.0, Some(id)).await?;
         if let Some(uri) = &uri {
             self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
         }
         changes.values.retain(|(n, _)| *n != "uuid");
-        let rec = self.load(id, &[]).await?;
+        let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
         let sealed = self.seal(password, &rec.text("uuid"))?;
         self.state
             .store
             .save_database(Some(id), &changes, sealed, Some(user.user.id))
             .await?;
         self.state.engines.forget(id);
-        let rec = self.load(id, &[]).await?;
+        let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
         Ok(Saved::Ok(Json(
             json!({"id": id, "result": self.result(&body.0, &rec)}),
         )))
@@ -562,7 +530,7 @@ impl DatabaseApi {
     /// Delete a database connection without datasets.
     #[oai(path = "/:pk", method = "delete", operation_id = "database_delete")]
     async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         match self.state.store.delete_database(id).await {
             Err(crate::store::Error::Conflict { message }) => {
@@ -585,7 +553,7 @@ impl DatabaseApi {
         auth: Auth,
         body: JsonBody<Json_>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_write").await?;
+        resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let Some(raw) = body.0.get("sqlalchemy_uri").and_then(Json_::as_str) else {
             return Err(ApiError::fields(
                 StatusCode::BAD_REQUEST,
@@ -690,15 +658,7 @@ impl DatabaseApi {
             .engines
             .table_metadata(&spec, schema.0.as_deref(), &table)
             .await
-            .map_err(|e| match e {
-                EngineError::TableNotFound { .. } => ApiError::sip40(
-                    StatusCode::NOT_FOUND,
-                    "TABLE_NOT_FOUND_ERROR",
-                    format!("No such table: {table}"),
-                    json!({}),
-                ),
-                e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e),
-            })?;
+            .map_err(|e| metadata_error(spec.uri.engine, &table, &e))?;
         let pk_cols: Vec<String> = meta
             .primary_key
             .as_ref()
@@ -771,15 +731,7 @@ impl DatabaseApi {
             .engines
             .table_metadata(&spec, schema.as_deref(), &table.0)
             .await
-            .map_err(|e| match e {
-                EngineError::TableNotFound { .. } => ApiError::sip40(
-                    StatusCode::NOT_FOUND,
-                    "TABLE_NOT_FOUND_ERROR",
-                    format!("No such table: {}", table.0),
-                    json!({}),
-                ),
-                e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e),
-            })?;
+            .map_err(|e| metadata_error(spec.uri.engine, &table.0, &e))?;
         let sql = crate::engines::select_star(spec.uri.engine, schema.as_deref(), &table.0, 100);
         Ok(Json(json!({"result": sql})))
     }
@@ -791,7 +743,7 @@ impl DatabaseApi {
         operation_id = "database_related_objects"
     )]
     async fn related_objects(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let datasets = Pred::field(&DATASET, "database", Op::RelOneToMany, Value::Int(id))?;
         let (_, ds_ids) = self
@@ -800,6 +752,19 @@ impl DatabaseApi {
             .list_ids(&DATASET, &datasets, None, None)
             .await?;
         Ok(Json(related_objects(&self.state, &ds_ids, true).await?))
+    }
+}
+
+/// 404 `TABLE_NOT_FOUND_ERROR` for a missing table, the engine's error otherwise.
+fn metadata_error(engine: crate::uri::Engine, table: &str, e: &EngineError) -> ApiError {
+    match e {
+        EngineError::TableNotFound { .. } => ApiError::sip40(
+            StatusCode::NOT_FOUND,
+            "TABLE_NOT_FOUND_ERROR",
+            format!("No such table: {table}"),
+            json!({}),
+        ),
+        e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, engine, e),
     }
 }
 

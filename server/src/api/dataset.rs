@@ -42,7 +42,7 @@ const BODY: &[BodyField] = &[
     body("schema", BodyType::Str(0, 250), false),
     body("table_name", BodyType::Str(1, 250), true),
     body("sql", BodyType::Str(0, 10_000_000), false),
-    body("owners", BodyType::Ids, false),
+    body("owners", BodyType::Ids("Owners are invalid"), false),
     body("description", BodyType::Str(0, 100_000), false),
     body("main_dttm_col", BodyType::Str(0, 250), false),
     body("filter_select_enabled", BodyType::Bool, false),
@@ -64,6 +64,7 @@ const BODY: &[BodyField] = &[
 pub static SPEC: Spec = Spec {
     model: &DATASET,
     view_menu: "Dataset",
+    noun: "dataset",
     list_title: "List Sqla Table",
     show_title: "Show Sqla Table",
     add_title: "Add Sqla Table",
@@ -591,30 +592,9 @@ pub struct DatasetApi {
 }
 
 impl DatasetApi {
-    async fn user(&self, auth: &Auth, perm: &str) -> Result<Arc<CurrentUser>, ApiError> {
-        self.state
-            .auth
-            .authorize(&auth.principal, perm, "Dataset")
-            .await?;
-        auth.principal
-            .user()
-            .cloned()
-            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
-    }
-
     async fn resolve(&self, id: i64, user: &CurrentUser) -> Result<i64, ApiError> {
-        if !self.state.store.matches(&DATASET, id, &Pred::all()).await? {
-            return Err(ApiError::not_found());
-        }
-        if !self
-            .state
-            .store
-            .matches(&DATASET, id, &catalog::dataset_scope(&user.grants()))
-            .await?
-        {
-            return Err(ApiError::message(StatusCode::FORBIDDEN, "Forbidden"));
-        }
-        Ok(id)
+        let scope = catalog::dataset_scope(&user.grants());
+        resource::in_reach(&self.state, &DATASET, id, &scope, resource::forbidden).await
     }
 
     /// The columns of a table or query, from the database itself.
@@ -683,15 +663,7 @@ impl DatasetApi {
                 json!({"database": ["Database does not exist"]}),
             ));
         }
-        resource::check_related(
-            &self.state,
-            &DATASET,
-            &changes,
-            "owners",
-            "owners",
-            "Owners are invalid",
-        )
-        .await?;
+        resource::check_links(&self.state, &SPEC, &changes).await?;
         let schema = match changes.get("schema") {
             Some(Value::Text(s)) if !s.is_empty() => Some(s.clone()),
             _ => None,
@@ -721,16 +693,7 @@ impl DatasetApi {
         let cols = self
             .introspect(db, schema.as_deref(), &table, sql.as_deref())
             .await?;
-        let mut owners = changes
-            .links
-            .iter()
-            .find(|(n, _)| *n == "owners")
-            .map(|(_, i)| i.clone())
-            .unwrap_or_default();
-        if !owners.contains(&user.user.id) {
-            owners.push(user.user.id);
-        }
-        changes.link("owners", owners);
+        resource::with_creator(&mut changes, user.user.id);
         if let Some(dttm) = cols.iter().find(|c| c.is_dttm)
             && changes.get("main_dttm_col").is_none()
         {
@@ -818,7 +781,7 @@ impl DatasetApi {
     /// List datasets.
     #[oai(path = "/", method = "get", operation_id = "dataset_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dataset_scope(&user.grants());
         resource::list(
             &self.state,
@@ -835,7 +798,7 @@ impl DatasetApi {
     /// Form and filter metadata.
     #[oai(path = "/_info", method = "get", operation_id = "dataset_info")]
     async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
 
@@ -851,7 +814,7 @@ impl DatasetApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_read").await?;
+        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
     }
 
@@ -867,7 +830,7 @@ impl DatasetApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dataset_scope(&user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
@@ -875,7 +838,7 @@ impl DatasetApi {
     /// One dataset with its columns, metrics and database.
     #[oai(path = "/:pk", method = "get", operation_id = "dataset_get")]
     async fn get(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let result = show_json(&self.state, id).await?;
         Ok(Json(
@@ -886,7 +849,7 @@ impl DatasetApi {
     /// Create a dataset; its columns are read from the database.
     #[oai(path = "/", method = "post", operation_id = "dataset_post")]
     async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         resource::changes_from_body(
             &SPEC,
             &body.0,
@@ -908,24 +871,11 @@ impl DatasetApi {
         override_columns: Query<Option<bool>>,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&DATASET, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "dataset")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
-        resource::check_related(
-            &self.state,
-            &DATASET,
-            &changes,
-            "owners",
-            "owners",
-            "Owners are invalid",
-        )
-        .await?;
+        resource::check_links(&self.state, &SPEC, &changes).await?;
         if let Some(Value::Int(db)) = changes.get("database").cloned()
             && !self
                 .state
@@ -994,14 +944,9 @@ impl DatasetApi {
         operation_id = "dataset_refresh"
     )]
     async fn refresh_columns(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&DATASET, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "dataset")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.refresh(id).await?;
         Ok(Json(json!({"message": "OK"})))
     }
@@ -1009,14 +954,9 @@ impl DatasetApi {
     /// Delete a dataset.
     #[oai(path = "/:pk", method = "delete", operation_id = "dataset_delete")]
     async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&DATASET, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "dataset")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_datasets(&[id]).await?;
         Ok(Json(json!({"message": "OK"})))
     }
@@ -1028,22 +968,11 @@ impl DatasetApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
-        let recs = self
-            .state
-            .store
-            .load(&DATASET, &ids, &["owners", "created_by"])
-            .await?;
-        if recs.len() != ids.iter().collect::<std::collections::BTreeSet<_>>().len() {
-            return Err(ApiError::not_found());
-        }
-        for rec in &recs {
-            resource::ensure_can_change(&user, rec, "dataset")?;
-        }
+        resource::ensure_changeable(&self.state, &SPEC, &ids, &user).await?;
         let n = self.state.store.delete_datasets(&ids).await?;
-        let noun = if n == 1 { "dataset" } else { "datasets" };
-        Ok(Json(json!({"message": format!("Deleted {n} {noun}")})))
+        Ok(resource::deleted(&SPEC, n))
     }
 
     /// Delete one column of a dataset.
@@ -1083,7 +1012,7 @@ impl DatasetApi {
         operation_id = "dataset_related_objects"
     )]
     async fn related_objects(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_read").await?;
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         Ok(Json(
             super::database::related_objects(&self.state, &[id], false).await?,
@@ -1097,7 +1026,8 @@ impl DatasetApi {
         operation_id = "dataset_duplicate"
     )]
     async fn duplicate(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let user = self.user(&auth, "can_duplicate").await?;
+        let user =
+            resource::authorized(&self.state, &auth, "can_duplicate", SPEC.view_menu).await?;
         let (Some(base), Some(name)) = (
             body.0.get("base_model_id").and_then(Json_::as_i64),
             body.0.get("table_name").and_then(Json_::as_str),
@@ -1173,7 +1103,13 @@ impl DatasetApi {
         auth: Auth,
         body: JsonBody<Json_>,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_get_or_create_dataset").await?;
+        let user = resource::authorized(
+            &self.state,
+            &auth,
+            "can_get_or_create_dataset",
+            SPEC.view_menu,
+        )
+        .await?;
         let (Some(db), Some(table)) = (
             body.0.get("database_id").and_then(Json_::as_i64),
             body.0.get("table_name").and_then(Json_::as_str),
@@ -1218,14 +1154,9 @@ impl DatasetApi {
         child: i64,
         metric: bool,
     ) -> Result<JsonValue, ApiError> {
-        let user = self.user(&auth, "can_write").await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk, &user).await?;
-        let rec = self
-            .state
-            .store
-            .load_one(&DATASET, id, &["owners", "created_by"])
-            .await?;
-        resource::ensure_can_change(&user, &rec, "dataset")?;
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let model = if metric {
             &DATASET_METRIC
         } else {

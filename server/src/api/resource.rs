@@ -5,6 +5,7 @@
 //! custom filters, side effects).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use chrono::{NaiveDateTime, Utc};
 use poem::http::StatusCode;
@@ -13,6 +14,7 @@ use poem_openapi::payload::Json;
 use serde_json::{Map, Value as Json_, json};
 
 use super::error::ApiError;
+use super::extract::Auth;
 use super::listquery::{
     self, FAB_API_MAX_PAGE_SIZE, FAB_DEFAULT_PAGE_SIZE, Filter, ListQuery, QError,
 };
@@ -47,8 +49,8 @@ pub enum BodyType {
     Int,
     /// A boolean.
     Bool,
-    /// A list of related ids (a to-many relation).
-    Ids,
+    /// A list of related ids (a to-many relation), with the 422 message for unknown ones.
+    Ids(&'static str),
 }
 
 /// One accepted key of a POST/PUT body.
@@ -83,6 +85,8 @@ pub struct Spec {
     pub model: &'static Model,
     /// The view menu its permissions are granted on.
     pub view_menu: &'static str,
+    /// What one record is called in messages ("chart": "Deleted 2 charts").
+    pub noun: &'static str,
     /// FAB's titles.
     pub list_title: &'static str,
     /// Show title.
@@ -598,7 +602,7 @@ fn body_type_name(ty: BodyType) -> &'static str {
         BodyType::Str(..) | BodyType::JsonStr => "String",
         BodyType::Int => "Integer",
         BodyType::Bool => "Boolean",
-        BodyType::Ids => "Related",
+        BodyType::Ids(_) => "Related",
     }
 }
 
@@ -658,7 +662,7 @@ pub async fn info(
                     "<Length(min={min}, max={max}, equal=None, error=None)>"
                 )]);
             }
-            if matches!(f.ty, BodyType::Ids) && spec.related.contains(&f.key) {
+            if matches!(f.ty, BodyType::Ids(_)) && spec.related.contains(&f.key) {
                 let p = pages.get(f.key).copied().unwrap_or_default();
                 let (count, values) =
                     related_values(state, spec, f.key, "", &[], p.page, p.page_size).await?;
@@ -856,7 +860,7 @@ pub fn changes_from_body(spec: &Spec, body: &Json_, create: bool) -> Result<Chan
         };
         if v.is_null() {
             if f.nullable {
-                if matches!(f.ty, BodyType::Ids) {
+                if matches!(f.ty, BodyType::Ids(_)) {
                     changes.link(f.field, vec![]);
                 } else {
                     changes.set(f.field, Value::Null);
@@ -890,7 +894,7 @@ pub fn changes_from_body(spec: &Spec, body: &Json_, create: bool) -> Result<Chan
                 Some(b) => changes.set(f.field, b),
                 None => field_error(&mut errors, f.key, "Not a valid boolean."),
             },
-            BodyType::Ids => match v.as_array() {
+            BodyType::Ids(_) => match v.as_array() {
                 Some(items) => {
                     let ids: Option<Vec<i64>> = items.iter().map(Json_::as_i64).collect();
                     match ids {
@@ -925,29 +929,112 @@ pub fn echo(spec: &Spec, body: &Json_) -> Json_ {
     Json_::Object(out)
 }
 
-/// 422 `{"message": {"owners": ["Owners are invalid"]}}` when a related id does not exist.
-pub async fn check_related(
-    state: &AppState,
-    model: &Model,
-    changes: &Changes,
-    relation: &str,
-    key: &str,
-    message: &str,
-) -> Result<(), ApiError> {
-    let Some((_, ids)) = changes.links.iter().find(|(n, _)| *n == relation) else {
-        return Ok(());
-    };
-    let Some(Field::ToMany { target, .. }) = model.field(relation) else {
-        return Ok(());
-    };
-    let found = state.store.existing(target, ids).await?;
-    if ids.iter().any(|i| !found.contains(i)) {
-        return Err(ApiError::fields(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            json!({ key: [message] }),
-        ));
+/// 422 `{"message": {"owners": ["Owners are invalid"]}}` when a body's related ids (every
+/// [`BodyType::Ids`] field) name records that do not exist.
+pub async fn check_links(state: &AppState, spec: &Spec, changes: &Changes) -> Result<(), ApiError> {
+    for f in spec.body {
+        let BodyType::Ids(message) = f.ty else {
+            continue;
+        };
+        let Some((_, ids)) = changes.links.iter().find(|(n, _)| *n == f.field) else {
+            continue;
+        };
+        let Some(Field::ToMany { target, .. }) = spec.model.field(f.field) else {
+            continue;
+        };
+        let found = state.store.existing(target, ids).await?;
+        if ids.iter().any(|i| !found.contains(i)) {
+            return Err(ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({ f.key: [message] }),
+            ));
+        }
     }
     Ok(())
+}
+
+/// The creator always owns what they create (Superset adds them to `owners`).
+pub fn with_creator(changes: &mut Changes, user_id: i64) {
+    let mut owners = changes
+        .links
+        .iter()
+        .find(|(n, _)| *n == "owners")
+        .map(|(_, ids)| ids.clone())
+        .unwrap_or_default();
+    if !owners.contains(&user_id) {
+        owners.push(user_id);
+    }
+    changes.link("owners", owners);
+}
+
+/// Authorizes `(perm, view)` for the caller and returns the user (FAB's `@protect`).
+pub async fn authorized(
+    state: &AppState,
+    auth: &Auth,
+    perm: &str,
+    view: &str,
+) -> Result<Arc<CurrentUser>, ApiError> {
+    state.auth.authorize(&auth.principal, perm, view).await?;
+    auth.principal
+        .user()
+        .cloned()
+        .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
+}
+
+/// 404 when the record does not exist, `denied` when it is outside `scope`.
+pub async fn in_reach(
+    state: &AppState,
+    model: &Model,
+    id: i64,
+    scope: &Pred,
+    denied: fn() -> ApiError,
+) -> Result<i64, ApiError> {
+    if !state.store.matches(model, id, &Pred::all()).await? {
+        return Err(ApiError::not_found());
+    }
+    if !state.store.matches(model, id, scope).await? {
+        return Err(denied());
+    }
+    Ok(id)
+}
+
+/// FAB's 403 `{"message": "Forbidden"}`.
+pub fn forbidden() -> ApiError {
+    crate::auth::Error::Forbidden.into()
+}
+
+/// Checks that every record exists (404) and that the user may change it (403), before an
+/// update or a (bulk) delete.
+pub async fn ensure_changeable(
+    state: &AppState,
+    spec: &Spec,
+    ids: &[i64],
+    user: &CurrentUser,
+) -> Result<(), ApiError> {
+    let rels: Vec<&str> = ["owners", "created_by"]
+        .into_iter()
+        .filter(|r| spec.model.field(r).is_some())
+        .collect();
+    let recs = state.store.load(spec.model, ids, &rels).await?;
+    let unique: std::collections::BTreeSet<&i64> = ids.iter().collect();
+    if recs.len() != unique.len() {
+        return Err(ApiError::not_found());
+    }
+    for rec in &recs {
+        if !can_change(user, rec) {
+            return Err(ApiError::message(
+                StatusCode::FORBIDDEN,
+                format!("Changing this {} is forbidden", spec.noun),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `{"message": "Deleted 2 charts"}`.
+pub fn deleted(spec: &Spec, n: u64) -> JsonValue {
+    let plural = if n == 1 { "" } else { "s" };
+    Json(json!({"message": format!("Deleted {n} {}{plural}", spec.noun)}))
 }
 
 /// Whether the user may change a record: admins, and owners (or its creator when it has no
@@ -956,18 +1043,6 @@ pub fn can_change(user: &CurrentUser, rec: &Record) -> bool {
     user.is_admin()
         || rec.related("owners").iter().any(|o| o.id == user.user.id)
         || rec.one("created_by").is_some_and(|c| c.id == user.user.id)
-}
-
-/// 403 "Changing this <noun> is forbidden" unless [`can_change`].
-pub fn ensure_can_change(user: &CurrentUser, rec: &Record, noun: &str) -> Result<(), ApiError> {
-    if can_change(user, rec) {
-        Ok(())
-    } else {
-        Err(ApiError::message(
-            StatusCode::FORBIDDEN,
-            format!("Changing this {noun} is forbidden"),
-        ))
-    }
 }
 
 #[cfg(test)]

@@ -19,20 +19,21 @@ use crate::auth::CurrentUser;
 use crate::auth::password;
 use crate::store::Value;
 use crate::store::catalog::{PERMISSION, PERMISSION_VIEW, ROLE, ROLE_REF, USER, VIEW_MENU};
-use crate::store::model::{Pred, Record};
+use crate::store::model::{Model, Pred, Record};
 
 const USER_BODY: &[BodyField] = &[
     body("active", BodyType::Bool, false),
     body("email", BodyType::Str(1, 320), true),
     body("first_name", BodyType::Str(1, 64), true),
     body("last_name", BodyType::Str(1, 64), true),
-    body("roles", BodyType::Ids, true),
+    body("roles", BodyType::Ids("Some roles do not exist"), true),
     body("username", BodyType::Str(1, 100), true),
 ];
 
 static USERS: Spec = Spec {
     model: &USER,
     view_menu: "User",
+    noun: "user",
     list_title: "List User",
     show_title: "Show User",
     add_title: "Add User",
@@ -107,66 +108,74 @@ static USERS: Spec = Spec {
     permissions: &["can_get", "can_post", "can_put", "can_delete", "can_info"],
 };
 
+/// A `(id, name)` resource of FAB's security API, read-only unless extended.
+const fn named(
+    model: &'static Model,
+    view_menu: &'static str,
+    noun: &'static str,
+    [list_title, show_title, add_title, edit_title]: [&'static str; 4],
+) -> Spec {
+    Spec {
+        model,
+        view_menu,
+        noun,
+        list_title,
+        show_title,
+        add_title,
+        edit_title,
+        list_columns: &["id", "name"],
+        show_columns: &["id", "name"],
+        order_columns: &["id", "name"],
+        search: &[("id", &[]), ("name", &[])],
+        base_order: None,
+        max_page_size: super::listquery::FAB_API_MAX_PAGE_SIZE,
+        body: &[],
+        related: &[],
+        distinct: &[],
+        permissions: &["can_get", "can_info"],
+    }
+}
+
 static ROLES: Spec = Spec {
-    model: &ROLE,
-    view_menu: "Role",
-    list_title: "List Role",
-    show_title: "Show Role",
-    add_title: "Add Role",
-    edit_title: "Edit Role",
-    list_columns: &["id", "name"],
-    show_columns: &["id", "name"],
-    order_columns: &["id", "name"],
     search: &[("id", &[]), ("name", &[]), ("users", &[])],
-    base_order: None,
-    max_page_size: super::listquery::FAB_API_MAX_PAGE_SIZE,
     body: &[body("name", BodyType::Str(1, 64), true)],
-    related: &[],
-    distinct: &[],
     permissions: &["can_get", "can_post", "can_put", "can_delete", "can_info"],
+    ..named(
+        &ROLE,
+        "Role",
+        "role",
+        ["List Role", "Show Role", "Add Role", "Edit Role"],
+    )
 };
 
-static PERMISSIONS: Spec = Spec {
-    model: &PERMISSION,
-    view_menu: "Permission",
-    list_title: "List Permission",
-    show_title: "Show Permission",
-    add_title: "Add Permission",
-    edit_title: "Edit Permission",
-    list_columns: &["id", "name"],
-    show_columns: &["id", "name"],
-    order_columns: &["id", "name"],
-    search: &[("id", &[]), ("name", &[])],
-    base_order: None,
-    max_page_size: super::listquery::FAB_API_MAX_PAGE_SIZE,
-    body: &[],
-    related: &[],
-    distinct: &[],
-    permissions: &["can_get", "can_info"],
-};
+static PERMISSIONS: Spec = named(
+    &PERMISSION,
+    "Permission",
+    "permission",
+    [
+        "List Permission",
+        "Show Permission",
+        "Add Permission",
+        "Edit Permission",
+    ],
+);
 
-static RESOURCES: Spec = Spec {
-    model: &VIEW_MENU,
-    view_menu: "ViewMenu",
-    list_title: "List View Menu",
-    show_title: "Show View Menu",
-    add_title: "Add View Menu",
-    edit_title: "Edit View Menu",
-    list_columns: &["id", "name"],
-    show_columns: &["id", "name"],
-    order_columns: &["id", "name"],
-    search: &[("id", &[]), ("name", &[])],
-    base_order: None,
-    max_page_size: super::listquery::FAB_API_MAX_PAGE_SIZE,
-    body: &[],
-    related: &[],
-    distinct: &[],
-    permissions: &["can_get", "can_info"],
-};
+static RESOURCES: Spec = named(
+    &VIEW_MENU,
+    "ViewMenu",
+    "view menu",
+    [
+        "List View Menu",
+        "Show View Menu",
+        "Add View Menu",
+        "Edit View Menu",
+    ],
+);
 
 static PERMISSION_VIEWS: Spec = Spec {
     model: &PERMISSION_VIEW,
     view_menu: "PermissionViewMenu",
+    noun: "permission view",
     list_title: "List Permission View",
     show_title: "Show Permission View",
     add_title: "Add Permission View",
@@ -206,33 +215,16 @@ pub struct UsersApi {
 }
 
 impl UsersApi {
-    async fn user(
-        &self,
-        auth: &Auth,
-        perm: &str,
-        view: &str,
-    ) -> Result<Arc<CurrentUser>, ApiError> {
-        self.state
-            .auth
-            .authorize(&auth.principal, perm, view)
-            .await?;
-        auth.principal
-            .user()
-            .cloned()
-            .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
-    }
-
     async fn exists(&self, spec: &Spec, id: i64) -> Result<(), ApiError> {
-        if self
-            .state
-            .store
-            .matches(spec.model, id, &Pred::all())
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(ApiError::not_found())
-        }
+        resource::in_reach(
+            &self.state,
+            spec.model,
+            id,
+            &Pred::all(),
+            resource::forbidden,
+        )
+        .await
+        .map(|_| ())
     }
 
     async fn unique(
@@ -259,13 +251,13 @@ impl UsersApi {
     }
 
     async fn save_user(&self, auth: &Auth, id: Option<i64>, body: &Json_) -> Result<i64, ApiError> {
-        let me = self
-            .user(
-                auth,
-                if id.is_some() { "can_put" } else { "can_post" },
-                "User",
-            )
-            .await?;
+        let me = resource::authorized(
+            &self.state,
+            auth,
+            if id.is_some() { "can_put" } else { "can_post" },
+            "User",
+        )
+        .await?;
         let mut changes = resource::changes_from_body(&USERS, body, id.is_none())?;
         let password = match body.get("password") {
             None => None,
@@ -283,15 +275,7 @@ impl UsersApi {
                 json!({"password": ["Missing data for required field."]}),
             ));
         }
-        resource::check_related(
-            &self.state,
-            &USER,
-            &changes,
-            "roles",
-            "roles",
-            "Some roles do not exist",
-        )
-        .await?;
+        resource::check_links(&self.state, &USERS, &changes).await?;
         self.unique(&USERS, "username", changes.get("username"), id)
             .await?;
         self.unique(&USERS, "email", changes.get("email"), id)
@@ -324,7 +308,7 @@ impl UsersApi {
     /// List users.
     #[oai(path = "/users", method = "get", operation_id = "security_users_list")]
     async fn users(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_get", "User").await?;
+        let me = resource::authorized(&self.state, &auth, "can_get", "User").await?;
         resource::list(
             &self.state,
             &USERS,
@@ -348,7 +332,7 @@ impl UsersApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_info", "User").await?;
+        let me = resource::authorized(&self.state, &auth, "can_info", "User").await?;
         resource::info(&self.state, &USERS, qs(&q), &me).await
     }
 
@@ -364,7 +348,7 @@ impl UsersApi {
         pk: Path<i64>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_get", "User").await?;
+        resource::authorized(&self.state, &auth, "can_get", "User").await?;
         self.exists(&USERS, pk.0).await?;
         resource::show(&self.state, &USERS, pk.0, qs(&q), &none).await
     }
@@ -390,7 +374,7 @@ impl UsersApi {
         pk: Path<i64>,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        self.user(&auth, "can_put", "User").await?;
+        resource::authorized(&self.state, &auth, "can_put", "User").await?;
         self.exists(&USERS, pk.0).await?;
         let id = self.save_user(&auth, Some(pk.0), &body.0).await?;
         Ok(Saved::Ok(Json(
@@ -405,7 +389,7 @@ impl UsersApi {
         operation_id = "security_users_delete"
     )]
     async fn user_delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_delete", "User").await?;
+        let me = resource::authorized(&self.state, &auth, "can_delete", "User").await?;
         self.exists(&USERS, pk.0).await?;
         if pk.0 == me.user.id {
             return Err(ApiError::message(
@@ -421,7 +405,7 @@ impl UsersApi {
     /// List roles.
     #[oai(path = "/roles", method = "get", operation_id = "security_roles_list")]
     async fn roles(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_get", "Role").await?;
+        let me = resource::authorized(&self.state, &auth, "can_get", "Role").await?;
         resource::list(
             &self.state,
             &ROLES,
@@ -445,7 +429,7 @@ impl UsersApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_info", "Role").await?;
+        let me = resource::authorized(&self.state, &auth, "can_info", "Role").await?;
         resource::info(&self.state, &ROLES, qs(&q), &me).await
     }
 
@@ -461,7 +445,7 @@ impl UsersApi {
         pk: Path<i64>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_get", "Role").await?;
+        resource::authorized(&self.state, &auth, "can_get", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         resource::show(&self.state, &ROLES, pk.0, qs(&q), &none).await
     }
@@ -469,7 +453,7 @@ impl UsersApi {
     /// Create a role.
     #[oai(path = "/roles", method = "post", operation_id = "security_roles_post")]
     async fn role_post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let me = self.user(&auth, "can_post", "Role").await?;
+        let me = resource::authorized(&self.state, &auth, "can_post", "Role").await?;
         let changes = resource::changes_from_body(&ROLES, &body.0, true)?;
         self.unique(&ROLES, "name", changes.get("name"), None)
             .await?;
@@ -495,7 +479,7 @@ impl UsersApi {
         pk: Path<i64>,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        let me = self.user(&auth, "can_put", "Role").await?;
+        let me = resource::authorized(&self.state, &auth, "can_put", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         let changes = resource::changes_from_body(&ROLES, &body.0, false)?;
         self.unique(&ROLES, "name", changes.get("name"), Some(pk.0))
@@ -516,7 +500,7 @@ impl UsersApi {
         operation_id = "security_roles_delete"
     )]
     async fn role_delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_delete", "Role").await?;
+        resource::authorized(&self.state, &auth, "can_delete", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         self.state.store.delete_records(&ROLE_REF, &[pk.0]).await?;
         Ok(Json(json!({"message": "OK"})))
@@ -534,7 +518,7 @@ impl UsersApi {
         pk: Path<i64>,
         body: JsonBody<Json_>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_add_role_permissions", "Role").await?;
+        resource::authorized(&self.state, &auth, "can_add_role_permissions", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         let ids: Option<Vec<i64>> = body
             .0
@@ -562,8 +546,7 @@ impl UsersApi {
         operation_id = "security_roles_list_permissions"
     )]
     async fn role_permissions(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_list_role_permissions", "Role")
-            .await?;
+        resource::authorized(&self.state, &auth, "can_list_role_permissions", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         let role = self
             .state
@@ -600,7 +583,7 @@ impl UsersApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_get", "Permission").await?;
+        let me = resource::authorized(&self.state, &auth, "can_get", "Permission").await?;
         resource::list(
             &self.state,
             &PERMISSIONS,
@@ -620,7 +603,7 @@ impl UsersApi {
         operation_id = "security_resources_list"
     )]
     async fn resources(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_get", "ViewMenu").await?;
+        let me = resource::authorized(&self.state, &auth, "can_get", "ViewMenu").await?;
         resource::list(
             &self.state,
             &RESOURCES,
@@ -644,7 +627,7 @@ impl UsersApi {
         auth: Auth,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        let me = self.user(&auth, "can_get", "PermissionViewMenu").await?;
+        let me = resource::authorized(&self.state, &auth, "can_get", "PermissionViewMenu").await?;
         resource::list(
             &self.state,
             &PERMISSION_VIEWS,
@@ -669,7 +652,7 @@ impl UsersApi {
         pk: Path<i64>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        self.user(&auth, "can_get", "PermissionViewMenu").await?;
+        resource::authorized(&self.state, &auth, "can_get", "PermissionViewMenu").await?;
         self.exists(&PERMISSION_VIEWS, pk.0).await?;
         resource::show(&self.state, &PERMISSION_VIEWS, pk.0, qs(&q), &none).await
     }

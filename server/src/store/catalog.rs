@@ -64,7 +64,6 @@ macro_rules! with_audit {
                 "(SELECT u.first_name FROM ab_user u WHERE u.id = t.created_by_fk)",
                 Text
             ),
-            computed!("changed_on_delta_humanized", "t.changed_on", Time),
             $($f),*
         ]
     };
@@ -203,6 +202,8 @@ pub static PERMISSION_VIEW: Model = Model {
 
 const DATABASE_FIELDS: &[(&str, Field)] = with_audit![
     col!("database_name", Text),
+    // Whether a sealed password is stored; the password itself is never a field.
+    computed!("has_password", "(t.password IS NOT NULL)", Bool),
     col!("verbose_name", Text),
     col!("sqlalchemy_uri", Text),
     col!("extra", Text),
@@ -785,25 +786,14 @@ impl Store {
         dashboard_id: Option<i64>,
         uuid: Option<&str>,
     ) -> Result<Option<(String, i64, String, chrono::NaiveDateTime)>> {
-        let row = match (dashboard_id, uuid) {
-            (Some(d), _) => {
-                self.db()
-                    .query_opt(
-                        "SELECT uuid, dashboard_id, allowed_domains, changed_on FROM embedded_dashboards WHERE dashboard_id = $1",
-                        params![d],
-                    )
-                    .await?
-            }
-            (None, Some(u)) => {
-                self.db()
-                    .query_opt(
-                        "SELECT uuid, dashboard_id, allowed_domains, changed_on FROM embedded_dashboards WHERE uuid = $1",
-                        params![u],
-                    )
-                    .await?
-            }
-            (None, None) => None,
-        };
+        let row = self
+            .db()
+            .query_opt(
+                "SELECT uuid, dashboard_id, allowed_domains, changed_on FROM embedded_dashboards \
+                 WHERE dashboard_id = $1 OR uuid = $2",
+                params![dashboard_id, uuid],
+            )
+            .await?;
         row.map(|r| {
             Ok((
                 r.get("uuid")?,

@@ -447,6 +447,11 @@ impl Store {
                 Field::Column { col, .. } => {
                     cols.push(format!("t.{} AS \"{name}\"", quote(col)));
                 }
+                // Row-local expressions are loaded too; dotted ones (`changed_by.first_name`)
+                // exist for filtering and ordering and come with the relation instead.
+                Field::Computed { sql, .. } if !name.contains('.') => {
+                    cols.push(format!("{sql} AS \"{name}\""));
+                }
                 Field::ToOne { fk, .. } => cols.push(format!("t.{fk} AS \"{name}__fk\"")),
                 _ => {}
             }
@@ -622,6 +627,10 @@ fn decode_row(
     for (name, field) in model.fields {
         match field {
             Field::Column { kind, .. } => {
+                rec.values
+                    .insert(name, decode(*kind, row.get::<Value>(name)?));
+            }
+            Field::Computed { kind, .. } if !name.contains('.') => {
                 rec.values
                     .insert(name, decode(*kind, row.get::<Value>(name)?));
             }
