@@ -5,6 +5,7 @@
 //! then call the layers below; errors become Superset's envelopes only in [`error`].
 //! Domain types never derive poem-openapi traits: each resource module has its own wire types.
 
+mod assets;
 mod chart;
 mod dashboard;
 mod database;
@@ -45,6 +46,8 @@ pub enum Tags {
     Database,
     /// Users, roles and permissions.
     SecurityAdmin,
+    /// Import and export of bundles.
+    Assets,
 }
 
 /// Every API struct, in the order their operations appear in the document.
@@ -58,6 +61,7 @@ type Apis = (
     database::DatabaseApi,
     dataset::DatasetApi,
     users::UsersApi,
+    assets::AssetsApi,
 );
 
 /// The OpenAPI service over every API struct (also used to render the document in tests).
@@ -89,6 +93,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                 state: state.clone(),
             },
             users::UsersApi {
+                state: state.clone(),
+            },
+            assets::AssetsApi {
                 state: state.clone(),
             },
         ),

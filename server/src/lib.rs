@@ -5,6 +5,7 @@
 
 pub mod api;
 pub mod app;
+pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod engines;

@@ -669,8 +669,10 @@ def run_superset_cli() -> None:
                     "(GET database|dataset|chart/export/?q=!(id))"):
             out2 = os.path.join(work, "export-by-id")
             os.makedirs(out2)
+            # Each export carries its related assets (a dataset's database, a database's
+            # datasets), exactly as Superset's; the shared files need --overwrite there too.
             cli("export-assets", out2, "--database-ids", str(db_id), "--dataset-ids", str(ds_id),
-                "--chart-ids", str(chart_id))
+                "--chart-ids", str(chart_id), "--overwrite")
             assets2 = load_yaml_tree(out2)
             for kind in ("database", "dataset", "chart"):
                 check(uuids[kind] in assets2, f"export by id lacks the {kind} ({uuids[kind]})")

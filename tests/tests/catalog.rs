@@ -469,3 +469,145 @@ async fn gamma_user_granted_one_dataset_sees_only_it() {
         "the database holding the granted dataset: {dbs}"
     );
 }
+
+/// The dashboard bundle exported by a real Superset 6.0 (`../shared/fixtures`).
+const FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/fixtures/superset-6.0-dashboard-export.zip"
+);
+
+async fn upload(
+    api: &Api,
+    path: &str,
+    field: &str,
+    zip: Vec<u8>,
+    extra: &[(&str, &str)],
+) -> (StatusCode, Value) {
+    let mut form = reqwest::multipart::Form::new().part(
+        field.to_owned(),
+        reqwest::multipart::Part::bytes(zip).file_name("bundle.zip"),
+    );
+    for (k, v) in extra {
+        form = form.text((*k).to_owned(), (*v).to_owned());
+    }
+    let resp = api
+        .c
+        .post(format!("{}{path}", api.base))
+        .bearer_auth(&api.token)
+        .header("X-CSRFToken", &api.csrf)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    let (s, body) = status_json(resp).await;
+    api.seen.borrow_mut().push_str(&body.to_string());
+    (s, body)
+}
+
+fn unzip(bytes: &[u8]) -> std::collections::BTreeMap<String, String> {
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes)).unwrap();
+    (0..archive.len())
+        .map(|i| {
+            let mut f = archive.by_index(i).unwrap();
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut f, &mut text).unwrap();
+            (f.name().to_owned(), text)
+        })
+        .collect()
+}
+
+both_backends! {
+    async fn superset_bundles_import_and_export(meta: Metadata) {
+        let mut server = TestServer::builder().metadata(meta).start().await.unwrap();
+        let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+        let fixture = std::fs::read(FIXTURE).unwrap();
+
+        // Bad uploads.
+        let (s, body) = upload(&api, "/api/v1/dashboard/import/", "formData", b"not a zip".to_vec(), &[]).await;
+        assert_eq!((s, body["message"].clone()), (StatusCode::UNPROCESSABLE_ENTITY, json!("Not a ZIP file")));
+        let (s, body) = upload(&api, "/api/v1/dashboard/import/", "other", fixture.clone(), &[]).await;
+        assert_eq!((s, body), (StatusCode::BAD_REQUEST, json!({"message": "Arguments are not correct"})));
+        // The masked password must be supplied for a new database.
+        let (s, body) = upload(&api, "/api/v1/dashboard/import/", "formData", fixture.clone(), &[]).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["errors"][0]["error_type"], "GENERIC_COMMAND_ERROR");
+        assert_eq!(
+            body["errors"][0]["extra"]["databases/analytics.yaml"],
+            json!({"_schema": ["Must provide a password for the database"]})
+        );
+        for res in ["database", "dataset", "chart", "dashboard"] {
+            let (_, l) = api.get(&format!("/api/v1/{res}/")).await;
+            assert_eq!(l["count"], 0, "a refused bundle writes nothing: {res}");
+        }
+
+        let passwords = json!({"databases/analytics.yaml": SECRET_PASSWORD}).to_string();
+        let (s, body) = upload(&api, "/api/v1/dashboard/import/", "formData", fixture.clone(), &[("passwords", &passwords)]).await;
+        assert_eq!((s, body), (StatusCode::OK, json!({"message": "OK"})));
+        let (s, dash) = api.get("/api/v1/dashboard/golden-sales").await;
+        assert_eq!(s, StatusCode::OK, "{dash}");
+        let mut charts: Vec<String> = serde_json::from_value(dash["result"]["charts"].clone()).unwrap();
+        charts.sort();
+        assert_eq!(charts, ["Monthly revenue", "Revenue by region", "Revenue share by category"]);
+        let d_id = dash["id"].as_i64().unwrap();
+        let (_, dcharts) = api.get(&format!("/api/v1/dashboard/{d_id}/charts")).await;
+        let table = dcharts["result"].as_array().unwrap().iter().find(|c| c["slice_name"] == "Revenue by region").unwrap().clone();
+        let (_, ds) = api.get("/api/v1/dataset/?q=(filters:!((col:table_name,opr:eq,value:sales)))").await;
+        let ds_id = ds["ids"][0].as_i64().unwrap();
+        assert_eq!(table["form_data"]["datasource"], format!("{ds_id}__table"), "params.datasource rewritten to the new id");
+        let position: Value = serde_json::from_str(dash["result"]["position_json"].as_str().unwrap()).unwrap();
+        assert_eq!(position["CHART-golden-table"]["meta"]["chartId"], table["id"], "chartId remapped by uuid");
+        let (_, show) = api.get(&format!("/api/v1/dataset/{ds_id}")).await;
+        assert_eq!(col(&show["result"], "revenue_per_unit")["expression"], "revenue / NULLIF(quantity, 0)");
+        assert!(show["result"]["metrics"].as_array().unwrap().iter().any(|m| m["metric_name"] == "sum_revenue" && m["d3format"] == "$,.2f"));
+        let (_, dbs) = api.get("/api/v1/database/").await;
+        let db_id = dbs["ids"][0].as_i64().unwrap();
+        let (_, conn) = api.get(&format!("/api/v1/database/{db_id}/connection")).await;
+        assert_eq!(conn["result"]["sqlalchemy_uri"], "postgresql+psycopg2://analytics:XXXXXXXXXX@127.0.0.1:5433/analytics");
+
+        // Importing again: refused without overwrite, replaced in place with it.
+        let (s, body) = upload(&api, "/api/v1/dashboard/import/", "formData", fixture.clone(), &[("passwords", &passwords)]).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(
+            body["errors"][0]["extra"]["dashboards/Golden_sales_11.yaml"],
+            "Dashboard already exists and `overwrite=true` was not passed"
+        );
+        let (s, body) = upload(&api, "/api/v1/dashboard/import/", "formData", fixture.clone(), &[("overwrite", "true")]).await;
+        assert_eq!((s, body), (StatusCode::OK, json!({"message": "OK"})), "existing database keeps its password");
+        let (_, l) = api.get("/api/v1/dashboard/").await;
+        assert_eq!(l["count"], 1);
+        assert_eq!(l["ids"], json!([d_id]), "matched by uuid, same id");
+
+        // Export: one root folder, masked password, charts referenced by uuid.
+        let resp = api.c.get(format!("{}/api/v1/dashboard/export/?q=!({d_id})&token=abc", api.base)).bearer_auth(&api.token).send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.headers()["content-type"], "application/zip");
+        assert!(resp.headers()["set-cookie"].to_str().unwrap().starts_with("abc=done"));
+        let disposition = resp.headers()["content-disposition"].to_str().unwrap().to_owned();
+        assert!(disposition.starts_with("attachment; filename=dashboard_export_"), "{disposition}");
+        let files = unzip(&resp.bytes().await.unwrap());
+        let root = files.keys().next().unwrap().split('/').next().unwrap().to_owned();
+        assert!(files.keys().all(|k| k.starts_with(&format!("{root}/"))));
+        assert!(files[&format!("{root}/metadata.yaml")].contains("type: Dashboard"));
+        let db_yaml = files.iter().find(|(k, _)| k.contains("/databases/")).unwrap().1;
+        assert!(db_yaml.contains("analytics:XXXXXXXXXX@"), "{db_yaml}");
+        assert_eq!(files.keys().filter(|k| k.contains("/charts/")).count(), 3);
+        assert_eq!(files.keys().filter(|k| k.contains("/datasets/")).count(), 2);
+        let dash_yaml = files.iter().find(|(k, _)| k.contains("/dashboards/")).unwrap().1;
+        assert!(dash_yaml.contains("uuid: 6129893b-3201-459d-94ff-798229433b5e"), "{dash_yaml}");
+        let (s, body) = api.get("/api/v1/chart/export/?q=!(999999)").await;
+        assert_eq!((s, body), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
+
+        // Our own export imports back (assets endpoint, field `bundle`).
+        let resp = api.c.get(format!("{}/api/v1/assets/export/", api.base)).bearer_auth(&api.token).send().await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let bytes = resp.bytes().await.unwrap().to_vec();
+        let (s, body) = upload(&api, "/api/v1/assets/import/", "bundle", bytes, &[]).await;
+        assert_eq!((s, body), (StatusCode::OK, json!({"message": "OK"})));
+        let (_, l) = api.get("/api/v1/chart/").await;
+        assert_eq!(l["count"], 3);
+
+        server.stop().await.unwrap();
+        assert!(!api.seen.borrow().contains(SECRET_PASSWORD));
+        assert!(!server.logs().contains(SECRET_PASSWORD));
+    }
+}

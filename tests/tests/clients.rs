@@ -35,12 +35,8 @@ async fn pypi_superset_clients_log_in_list_create_read_and_update() {
         .env("LITESET_USER", "admin")
         .env("LITESET_PASSWORD", ADMIN_PASSWORD)
         .env("ANALYTICS_URI", &url)
-        // superset-cli's `sql` needs SQL Lab and its asset commands need import/export; both
-        // arrive with later issues.
-        .env(
-            "LITESET_CLIENTS",
-            "superset-api-client,preset-cli,superset-toolkit",
-        )
+        // superset-cli's `sql` needs SQL Lab, which arrives with the query-engine issue.
+        .env("LITESET_CLIENTS_SKIP", "sqllab")
         .env("LITESET_CLIENTS_KEEP_GOING", "1")
         .output()
         .await
@@ -53,7 +49,12 @@ async fn pypi_superset_clients_log_in_list_create_read_and_update() {
         "clients failed:\n{stdout}\n{stderr}\n--- server log ---\n{}",
         server.logs()
     );
-    for client in ["superset-api-client", "preset-cli", "superset-toolkit"] {
+    for client in [
+        "superset-api-client",
+        "preset-cli",
+        "superset-cli",
+        "superset-toolkit",
+    ] {
         assert!(
             stdout.contains(&format!("[{client}]")),
             "{client} did not run:\n{stdout}"

@@ -8,10 +8,12 @@ use poem_openapi::param::{Path, Query};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
+use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
 use crate::app::AppState;
+use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::store::Value;
 use crate::store::catalog::{self, CHART, DATASET};
@@ -350,6 +352,27 @@ impl ChartApi {
 
 #[OpenApi(prefix_path = "/api/v1/chart", tag = "Tags::Chart")]
 impl ChartApi {
+    /// Export as a bundle (with everything the records depend on).
+    #[oai(path = "/export", method = "get", operation_id = "chart_export")]
+    async fn export(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+        token: Query<Option<String>>,
+    ) -> Result<ZipFile, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
+        let scope = catalog::chart_scope(&user.grants());
+        let ids = assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
+        assets::export(&self.state, Kind::Chart, &ids, token.0).await
+    }
+
+    /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
+    #[oai(path = "/import", method = "post", operation_id = "chart_import")]
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        assets::import(&self.state, Kind::Chart, user.user.id, form).await
+    }
+
     /// List charts (FAB list protocol).
     #[oai(path = "/", method = "get", operation_id = "chart_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {

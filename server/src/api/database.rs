@@ -12,10 +12,12 @@ use poem_openapi::payload::Json;
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
+use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
 use crate::app::AppState;
+use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::engines::{ConnectionSpec, EngineError};
 use crate::store::Value;
@@ -378,6 +380,27 @@ fn q_value(q: Option<&str>) -> Result<Json_, ApiError> {
 
 #[OpenApi(prefix_path = "/api/v1/database", tag = "Tags::Database")]
 impl DatabaseApi {
+    /// Export as a bundle (with everything the records depend on).
+    #[oai(path = "/export", method = "get", operation_id = "database_export")]
+    async fn export(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+        token: Query<Option<String>>,
+    ) -> Result<ZipFile, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
+        let scope = catalog::database_scope(&user.grants());
+        let ids = assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
+        assets::export(&self.state, Kind::Database, &ids, token.0).await
+    }
+
+    /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
+    #[oai(path = "/import", method = "post", operation_id = "database_import")]
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        assets::import(&self.state, Kind::Database, user.user.id, form).await
+    }
+
     /// List database connections.
     #[oai(path = "/", method = "get", operation_id = "database_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {

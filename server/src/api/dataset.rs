@@ -10,6 +10,7 @@ use poem_openapi::payload::Json;
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
+use super::assets::{self, ImportForm, ZipFile};
 use super::database::{connection_spec, engine_error};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
@@ -17,6 +18,7 @@ use super::resource::{
     self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, value_json,
 };
 use crate::app::AppState;
+use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::engines::{ColumnInfo, EngineError};
 use crate::store::Value;
@@ -778,6 +780,27 @@ impl DatasetApi {
 
 #[OpenApi(prefix_path = "/api/v1/dataset", tag = "Tags::Dataset")]
 impl DatasetApi {
+    /// Export as a bundle (with everything the records depend on).
+    #[oai(path = "/export", method = "get", operation_id = "dataset_export")]
+    async fn export(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+        token: Query<Option<String>>,
+    ) -> Result<ZipFile, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
+        let scope = catalog::dataset_scope(&user.grants());
+        let ids = assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
+        assets::export(&self.state, Kind::Dataset, &ids, token.0).await
+    }
+
+    /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
+    #[oai(path = "/import", method = "post", operation_id = "dataset_import")]
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        assets::import(&self.state, Kind::Dataset, user.user.id, form).await
+    }
+
     /// List datasets.
     #[oai(path = "/", method = "get", operation_id = "dataset_list")]
     async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {

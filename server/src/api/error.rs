@@ -294,6 +294,34 @@ impl From<store::Error> for ApiError {
     }
 }
 
+impl From<crate::assets::AssetsError> for ApiError {
+    fn from(e: crate::assets::AssetsError) -> Self {
+        use crate::assets::AssetsError as E;
+        let command = |message: String, extra: Value| {
+            ApiError::sip40(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "GENERIC_COMMAND_ERROR",
+                message,
+                extra,
+            )
+        };
+        match e {
+            E::NotZip => ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, "Not a ZIP file"),
+            E::NoFiles => ApiError::bad_request("No valid import files were found"),
+            E::IncorrectVersion => command(e.to_string(), json!({})),
+            E::Invalid { model, problems } => {
+                let summary = problems.keys().cloned().collect::<Vec<_>>().join(", ");
+                command(
+                    format!("Error importing {model}: {summary}"),
+                    Value::Object(problems),
+                )
+            }
+            E::NotFound => ApiError::not_found(),
+            E::Store(s) => s.into(),
+        }
+    }
+}
+
 impl poem::error::ResponseError for ApiError {
     fn status(&self) -> StatusCode {
         self.status

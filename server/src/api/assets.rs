@@ -1,0 +1,154 @@
+//! Import and export of bundles (Superset's `ImportExportRestApi` and each resource's
+//! `export/`/`import/`): the HTTP half of `crate::assets`.
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::param::Query;
+use poem_openapi::payload::{Binary, Json};
+use poem_openapi::types::multipart::Upload;
+use poem_openapi::{ApiResponse, Multipart, OpenApi};
+use serde_json::json;
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::Auth;
+use super::resource::{self, JsonValue};
+use crate::app::AppState;
+use crate::assets::{self, ImportOptions, Kind};
+
+/// A bundle download.
+#[derive(ApiResponse)]
+pub enum ZipFile {
+    /// The ZIP archive.
+    #[oai(status = 200, content_type = "application/zip")]
+    Ok(
+        Binary<Vec<u8>>,
+        #[oai(header = "Content-Disposition")] String,
+        #[oai(header = "Set-Cookie")] Option<String>,
+    ),
+}
+
+/// The multipart form of an import. Other fields (`ssh_tunnel_*`, `sparse`) are accepted and
+/// ignored: SSH tunnels are not supported and every import here is complete.
+#[derive(Debug, Multipart)]
+pub struct ImportForm {
+    /// The bundle (`/<resource>/import/`).
+    #[oai(rename = "formData")]
+    form_data: Option<Upload>,
+    /// The bundle (`/assets/import/`).
+    bundle: Option<Upload>,
+    /// `"true"` to replace existing records.
+    overwrite: Option<String>,
+    /// JSON `{"databases/x.yaml": "password"}` for masked URIs.
+    passwords: Option<String>,
+}
+
+/// `GET /<resource>/export/?q=!(ids)`: the ids must already be checked against the user's
+/// reach (see [`export_ids`]).
+pub async fn export(
+    state: &AppState,
+    kind: Kind,
+    ids: &[i64],
+    token: Option<String>,
+) -> Result<ZipFile, ApiError> {
+    let now = chrono::Utc::now();
+    let files = assets::export(
+        &state.store,
+        kind,
+        ids,
+        &now.format("%Y-%m-%dT%H:%M:%S%.6f+00:00").to_string(),
+    )
+    .await?;
+    let root = format!("{}_export_{}", kind.resource(), now.format("%Y%m%dT%H%M%S"));
+    let zip = assets::write_zip(&root, &files)?;
+    // The browser's download helper polls for this cookie (`?token=x` sets `x=done`).
+    let cookie = token
+        .filter(|t| {
+            !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        })
+        .map(|t| format!("{t}=done; Path=/; Max-Age=600"));
+    Ok(ZipFile::Ok(
+        Binary(zip),
+        format!("attachment; filename={root}.zip"),
+        cookie,
+    ))
+}
+
+/// The ids of `?q=!(ids)`, each of which must exist (404) and be within `scope` (404 as well:
+/// Superset's export applies the list's base filter).
+pub async fn export_ids(
+    state: &AppState,
+    model: &crate::store::model::Model,
+    q: Option<&str>,
+    scope: &crate::store::model::Pred,
+) -> Result<Vec<i64>, ApiError> {
+    let ids = resource::ids_query(q)?;
+    for id in &ids {
+        resource::in_reach(state, model, *id, scope, ApiError::not_found).await?;
+    }
+    Ok(ids)
+}
+
+/// `POST /<resource>/import/` (field `formData`) and `/assets/import/` (field `bundle`).
+pub async fn import(
+    state: &AppState,
+    kind: Kind,
+    user: i64,
+    form: ImportForm,
+) -> Result<JsonValue, ApiError> {
+    let Some(upload) = form.form_data.or(form.bundle) else {
+        return Err(ApiError::bad_request("Arguments are not correct"));
+    };
+    let bytes = upload
+        .into_vec()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("Cannot read the upload: {e}")))?;
+    let passwords = match form.passwords.as_deref().map(str::trim) {
+        None | Some("") => Default::default(),
+        Some(p) => serde_json::from_str(p).map_err(|_| {
+            ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"passwords": ["Not a valid JSON object of strings."]}),
+            )
+        })?,
+    };
+    let opts = ImportOptions {
+        overwrite: form.overwrite.as_deref() == Some("true"),
+        passwords,
+        user: Some(user),
+    };
+    let files = assets::read_zip(&bytes)?;
+    assets::import(&state.store, &state.sealer, kind, &files, &opts).await?;
+    tracing::info!(
+        kind = kind.resource(),
+        files = files.len(),
+        "bundle imported"
+    );
+    Ok(Json(json!({"message": "OK"})))
+}
+
+/// `/api/v1/assets/`: every catalog object at once.
+pub struct AssetsApi {
+    pub(super) state: Arc<AppState>,
+}
+
+#[OpenApi(prefix_path = "/api/v1/assets", tag = "Tags::Assets")]
+impl AssetsApi {
+    /// Export every database, dataset, chart and dashboard as one bundle.
+    #[oai(path = "/export", method = "get", operation_id = "assets_export")]
+    async fn export(&self, auth: Auth, token: Query<Option<String>>) -> Result<ZipFile, ApiError> {
+        resource::authorized(&self.state, &auth, "can_export", "ImportExportRestApi").await?;
+        export(&self.state, Kind::Assets, &[], token.0).await
+    }
+
+    /// Import a bundle of any assets (records with a known uuid are replaced).
+    #[oai(path = "/import", method = "post", operation_id = "assets_import")]
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+        let user =
+            resource::authorized(&self.state, &auth, "can_import_", "ImportExportRestApi").await?;
+        import(&self.state, Kind::Assets, user.user.id, form).await
+    }
+}
