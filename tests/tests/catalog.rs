@@ -243,6 +243,9 @@ both_backends! {
         assert_eq!(l["count"], 1, "{l}");
         assert_eq!(l["list_columns"], json!(["id", "changed_by.first_name"]));
         assert_eq!(l["result"][0]["changed_by"], json!({"first_name": "Superset"}));
+        let (_, l) = api.get("/api/v1/chart/?q=(columns:!(nope,slice_name))").await;
+        assert_eq!(l["list_columns"], json!(["slice_name"]), "unknown columns are pruned, as FAB does");
+        assert_eq!(l["result"][0].as_object().unwrap().len(), 1);
         let (_, l) = api.get("/api/v1/dataset/?q=(filters:!((col:sql,opr:dataset_is_null_or_empty,value:!t)))").await;
         assert_eq!(l["count"], 1, "{l}");
         assert_eq!(l["result"][0]["table_name"], "sales");
@@ -267,6 +270,9 @@ both_backends! {
             ("/api/v1/dashboard/no-such-slug", 404, json!("Not found")),
             ("/api/v1/database/999999", 404, json!("Not found")),
             ("/api/v1/chart/related/nope", 404, json!("Not found")),
+            ("/api/v1/dataset/abc", 404, json!("Not found")),
+            ("/api/v1/database/99999999999999999999/schemas/", 404, json!("Not found")),
+            ("/api/v1/chart/export/?q=(a:1)", 400, Value::Null),
             ("/api/v1/dataset/?q=(filters:!((col:id,opr:eq,value:abc)))", 400, Value::Null),
         ] {
             let (s, body) = api.get(path).await;

@@ -403,6 +403,11 @@ pub fn from_poem_error(err: poem::Error) -> ApiError {
     if let Some(api) = err.downcast_ref::<ApiError>() {
         return api.clone();
     }
+    // A path segment of the wrong type (`/dataset/abc`) names no resource: Flask's int
+    // converter answers 404 there, and so do we.
+    if err.is::<poem_openapi::error::ParsePathError>() {
+        return ApiError::not_found();
+    }
     let status = err.status();
     match status {
         StatusCode::NOT_FOUND => ApiError::not_found(),

@@ -490,6 +490,30 @@ pub fn list_query(q: Option<&str>) -> Result<ListQuery, ApiError> {
     listquery::parse_list_query(q).map_err(|e| q_error(&e))
 }
 
+/// The requested `columns` (or `select_columns`) that the resource offers, in request order;
+/// all of `offered` when none is requested or none survives (FAB prunes unknown names).
+fn wanted<'a>(
+    columns: &'a Option<Vec<String>>,
+    select_columns: &'a Option<Vec<String>>,
+    offered: &'static [&'static str],
+) -> Vec<&'a str> {
+    let requested: Vec<&str> = columns
+        .as_ref()
+        .or(select_columns.as_ref())
+        .map(|c| {
+            c.iter()
+                .map(String::as_str)
+                .filter(|c| offered.contains(c))
+                .collect()
+        })
+        .unwrap_or_default();
+    if requested.is_empty() {
+        offered.to_vec()
+    } else {
+        requested
+    }
+}
+
 /// `GET /<res>/`: FAB's list with the resource's base `scope`.
 pub async fn list(
     state: &AppState,
@@ -501,10 +525,7 @@ pub async fn list(
     computed: &(dyn Fn(&Record, &str) -> Option<Json_> + Sync),
 ) -> Result<JsonValue, ApiError> {
     let lq = list_query(q)?;
-    let columns: Vec<&str> = match (&lq.columns, &lq.select_columns) {
-        (Some(c), _) | (None, Some(c)) => c.iter().map(String::as_str).collect(),
-        _ => spec.list_columns.to_vec(),
-    };
+    let columns = wanted(&lq.columns, &lq.select_columns, spec.list_columns);
     let order = match lq.order() {
         Some((col, dir)) => {
             if !spec.order_columns.contains(&col) {
@@ -570,10 +591,7 @@ pub async fn show(
     computed: &(dyn Fn(&Record, &str) -> Option<Json_> + Sync),
 ) -> Result<JsonValue, ApiError> {
     let iq = listquery::parse_item_query(q).map_err(|e| q_error(&e))?;
-    let columns: Vec<&str> = match (&iq.columns, &iq.select_columns) {
-        (Some(c), _) | (None, Some(c)) => c.iter().map(String::as_str).collect(),
-        _ => spec.show_columns.to_vec(),
-    };
+    let columns = wanted(&iq.columns, &iq.select_columns, spec.show_columns);
     let rels = relations_for(spec.model, &columns);
     let rec = state.store.load_one(spec.model, id, &rels).await?;
     let mut out = Map::new();
