@@ -219,6 +219,20 @@ both_backends! {
         assert_eq!(related["charts"]["count"], 1);
         assert_eq!(related["dashboards"]["result"][0]["title"], "Sales");
 
+        // Favourites.
+        let (s, fav) = api.post(&format!("/api/v1/chart/{ch_id}/favorites/"), json!({})).await;
+        assert_eq!((s, fav), (StatusCode::OK, json!({"result": "OK"})));
+        let (_, st) = api.get(&format!("/api/v1/chart/favorite_status/?q=!({ch_id},{})", ch2["id"])).await;
+        assert_eq!(st["result"], json!([{"id": ch_id, "value": true}, {"id": ch2["id"], "value": false}]));
+        let (_, l) = api.get("/api/v1/chart/?q=(filters:!((col:id,opr:chart_is_favorite,value:!t)))").await;
+        assert_eq!(l["ids"], json!([ch_id]), "{l}");
+        let (s, _) = api.delete(&format!("/api/v1/chart/{ch_id}/favorites/")).await;
+        assert_eq!(s, StatusCode::OK);
+        let (_, st) = api.get(&format!("/api/v1/chart/favorite_status/?q=!({ch_id})")).await;
+        assert_eq!(st["result"], json!([{"id": ch_id, "value": false}]));
+        let (_, st) = api.get(&format!("/api/v1/dashboard/favorite_status/?q=!({d_id})")).await;
+        assert_eq!(st["result"], json!([{"id": d_id, "value": false}]));
+
         // Embedded dashboard.
         let (s, emb) = api.post(&format!("/api/v1/dashboard/{d_id}/embedded"), json!({"allowed_domains": ["https://a.example"]})).await;
         assert_eq!(s, StatusCode::OK, "{emb}");

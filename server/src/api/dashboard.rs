@@ -22,6 +22,9 @@ use crate::store::Value;
 use crate::store::catalog::{self, CHART, DASHBOARD};
 use crate::store::model::{Pred, Record};
 
+/// Superset's `FavStarClassName` for this resource.
+const FAVORITE_CLASS: &str = "Dashboard";
+
 const BODY: &[BodyField] = &[
     body("dashboard_title", BodyType::Str(0, 500), false),
     body("slug", BodyType::Str(1, 255), false),
@@ -326,6 +329,45 @@ impl DashboardApi {
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         assets::import(&self.state, Kind::Dashboard, user.user.id, form).await
+    }
+
+    /// Which of `?q=!(ids)` are the user's favourites.
+    #[oai(
+        path = "/favorite_status",
+        method = "get",
+        operation_id = "dashboard_favorite_status"
+    )]
+    async fn favorite_status(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        resource::favorite_status(&self.state, FAVORITE_CLASS, &user, q.0.as_deref()).await
+    }
+
+    /// Mark as a favourite.
+    #[oai(
+        path = "/:pk/favorites",
+        method = "post",
+        operation_id = "dashboard_favorite_add"
+    )]
+    async fn favorite_add(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        let id = self.resolve(&pk.0, &user).await?;
+        resource::set_favorite(&self.state, FAVORITE_CLASS, &user, id, true).await
+    }
+
+    /// Unmark as a favourite.
+    #[oai(
+        path = "/:pk/favorites",
+        method = "delete",
+        operation_id = "dashboard_favorite_remove"
+    )]
+    async fn favorite_remove(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        let id = self.resolve(&pk.0, &user).await?;
+        resource::set_favorite(&self.state, FAVORITE_CLASS, &user, id, false).await
     }
 
     /// List dashboards.

@@ -1049,6 +1049,37 @@ pub async fn ensure_changeable(
     Ok(())
 }
 
+/// `GET /<res>/favorite_status/?q=!(ids)`: `{"result": [{"id", "value"}]}` in request order.
+pub async fn favorite_status(
+    state: &AppState,
+    class: &str,
+    user: &CurrentUser,
+    q: Option<&str>,
+) -> Result<JsonValue, ApiError> {
+    let ids = ids_query(q)?;
+    let favs = state.store.favorites(user.user.id, class, &ids).await?;
+    let result: Vec<Json_> = ids
+        .iter()
+        .map(|id| json!({"id": id, "value": favs.contains(id)}))
+        .collect();
+    Ok(Json(json!({ "result": result })))
+}
+
+/// `POST|DELETE /<res>/<pk>/favorites/` on a record already checked to be in reach.
+pub async fn set_favorite(
+    state: &AppState,
+    class: &str,
+    user: &CurrentUser,
+    id: i64,
+    on: bool,
+) -> Result<JsonValue, ApiError> {
+    state
+        .store
+        .set_favorite(user.user.id, class, id, on)
+        .await?;
+    Ok(Json(json!({"result": "OK"})))
+}
+
 /// `{"message": "Deleted 2 charts"}`.
 pub fn deleted(spec: &Spec, n: u64) -> JsonValue {
     let plural = if n == 1 { "" } else { "s" };

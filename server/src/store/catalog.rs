@@ -1169,3 +1169,75 @@ pub fn dashboard_scope(g: &Grants, admin: bool) -> Pred {
     ]));
     Pred::Or(any)
 }
+
+impl Store {
+    /// Marks or unmarks a record as one of the user's favourites (`favstar`; `class` is
+    /// Superset's class name: `slice`, `Dashboard`).
+    pub async fn set_favorite(
+        &self,
+        user_id: i64,
+        class: &str,
+        obj_id: i64,
+        on: bool,
+    ) -> Result<()> {
+        let tx = self.db().begin().await?;
+        tx.execute(
+            "DELETE FROM favstar WHERE user_id = $1 AND class_name = $2 AND obj_id = $3",
+            params![user_id, class, obj_id],
+        )
+        .await?;
+        if on {
+            tx.execute(
+                "INSERT INTO favstar (user_id, class_name, obj_id, dttm) VALUES ($1, $2, $3, $4)",
+                vec![
+                    Value::Int(user_id),
+                    Value::Text(class.into()),
+                    Value::Int(obj_id),
+                    Value::Timestamp(Utc::now().naive_utc()),
+                ],
+            )
+            .await?;
+        }
+        tx.commit().await
+    }
+
+    /// Which of `ids` the user has marked as favourites.
+    pub async fn favorites(
+        &self,
+        user_id: i64,
+        class: &str,
+        ids: &[i64],
+    ) -> Result<std::collections::BTreeSet<i64>> {
+        let pred = Pred::And(vec![
+            Pred::field(&FAVSTAR, "user_id", model::Op::Eq, Value::Int(user_id))?,
+            Pred::field(
+                &FAVSTAR,
+                "class_name",
+                model::Op::Eq,
+                Value::Text(class.into()),
+            )?,
+            Pred::field_in(
+                &FAVSTAR,
+                "obj_id",
+                ids.iter().map(|i| Value::Int(*i)).collect(),
+            )?,
+        ]);
+        let (_, rows) = self.list_ids(&FAVSTAR, &pred, None, None).await?;
+        Ok(self
+            .load(&FAVSTAR, &rows, &[])
+            .await?
+            .iter()
+            .filter_map(|r| r.get::<i64>("obj_id"))
+            .collect())
+    }
+}
+
+/// A user's favourite (`favstar`): Superset's class name and the record's id.
+pub static FAVSTAR: Model = Model {
+    table: "favstar",
+    fields: &[
+        col!("user_id", Int),
+        col!("class_name", Text),
+        col!("obj_id", Int),
+    ],
+};
