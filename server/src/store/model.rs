@@ -473,6 +473,29 @@ impl Store {
             let rec = decode_row(model, row, &mut fks)?;
             by_id.insert(rec.id, rec);
         }
+        // To-one relations with the same target (created_by, changed_by, last_saved_by: all
+        // users) are loaded with one statement per target, not one per relation.
+        let mut shared: Vec<(&'static Model, HashMap<i64, Record>)> = Vec::new();
+        for rel in relations {
+            if let Some(Field::ToOne { target, .. }) = model.field(rel) {
+                let wanted: BTreeSet<i64> = fks
+                    .iter()
+                    .filter(|(n, _)| match model.field(n) {
+                        Some(Field::ToOne { target: t, .. }) => {
+                            std::ptr::eq(*t, *target) && relations.contains(n)
+                        }
+                        _ => false,
+                    })
+                    .flat_map(|(_, m)| m.values().copied())
+                    .collect();
+                if shared.iter().any(|(t, _)| std::ptr::eq(*t, *target)) {
+                    continue;
+                }
+                let wanted: Vec<i64> = wanted.into_iter().collect();
+                let loaded = Box::pin(self.load(target, &wanted, &[])).await?;
+                shared.push((target, loaded.into_iter().map(|r| (r.id, r)).collect()));
+            }
+        }
         for rel in relations {
             let Some(field) = model.field(rel) else {
                 return Err(unknown(model, rel));
@@ -485,11 +508,11 @@ impl Store {
             match field {
                 Field::ToOne { target, .. } => {
                     let map = fks.remove(name).unwrap_or_default();
-                    let wanted: BTreeSet<i64> = map.values().copied().collect();
-                    let wanted: Vec<i64> = wanted.into_iter().collect();
-                    let targets = Box::pin(self.load(target, &wanted, &[])).await?;
-                    let targets: HashMap<i64, Record> =
-                        targets.into_iter().map(|r| (r.id, r)).collect();
+                    let Some((_, targets)) =
+                        shared.iter().find(|(t, _)| std::ptr::eq(*t, *target))
+                    else {
+                        continue;
+                    };
                     for (id, fk) in map {
                         if let (Some(rec), Some(t)) = (by_id.get_mut(&id), targets.get(&fk)) {
                             rec.relations.insert(name, vec![t.clone()]);
