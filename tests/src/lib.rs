@@ -257,6 +257,15 @@ impl Cluster {
         )
         .context("writing postgresql.conf")?;
         drop(conf);
+        // The superuser is trusted; every other role must give its password, so tests see
+        // real authentication failures (wrong password) as users' databases report them.
+        fs::write(
+            data.join("pg_hba.conf"),
+            "local all all trust\n\
+             host all postgres 127.0.0.1/32 trust\n\
+             host all all 127.0.0.1/32 scram-sha-256\n",
+        )
+        .context("writing pg_hba.conf")?;
 
         // A port free now may be taken before postgres binds it, so try a few.
         let log = dir.join("postgres.log");

@@ -130,6 +130,13 @@ both_backends! {
             let (s, ok) = api.post(path, json!({"sqlalchemy_uri": uri})).await;
             assert_eq!((s, ok.clone()), (StatusCode::OK, json!({"message": "OK"})), "{path}");
         }
+        let wrong = uri.replace(SECRET_PASSWORD, "not-the-password-3e1");
+        let (s, fail) = api.post("/api/v1/database/test_connection", json!({"sqlalchemy_uri": wrong})).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{fail}");
+        assert_eq!(fail["errors"][0]["error_type"], "CONNECTION_INVALID_PASSWORD_ERROR", "{fail}");
+        assert_eq!(fail["errors"][0]["extra"]["invalid"], json!(["username", "password"]));
+        let (s, fail) = api.post("/api/v1/database/", json!({"database_name": "wrong", "sqlalchemy_uri": wrong})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "a connection that fails its test is not saved: {fail}");
         let (s, fail) = api.post("/api/v1/database/test_connection", json!({"sqlalchemy_uri": "postgresql://u:p@127.0.0.1:1/nodb"})).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{fail}");
         assert_eq!(fail["errors"][0]["error_type"], "CONNECTION_PORT_CLOSED_ERROR", "{fail}");
@@ -348,6 +355,8 @@ both_backends! {
         server.stop().await.unwrap();
         assert!(!api.seen.borrow().contains(SECRET_PASSWORD), "password in a response body");
         assert!(!server.logs().contains(SECRET_PASSWORD), "password in the server log");
+        assert!(!server.logs().contains("not-the-password-3e1"), "wrong password in the server log");
+        assert!(!api.seen.borrow().contains("not-the-password-3e1"));
     }
 }
 

@@ -1,9 +1,8 @@
 //! `liteset::engines` against a real PostgreSQL and real SQLite files.
 //!
 //! PostgreSQL tests need `LITESET_TEST_PG_URL`, a superuser URL (as `bash tests/run` sets it);
-//! they are skipped without it. The wrong-password case is only meaningful when the cluster's
-//! pg_hba.conf asks non-superusers for a password (md5/scram); on a `trust` cluster it is
-//! reported as skipped.
+//! they are skipped without it. The test cluster asks every role but the superuser for its
+//! password (scram), so the wrong-password case is real.
 
 use std::time::{Duration, Instant};
 
@@ -362,8 +361,8 @@ async fn postgres_connection_errors() {
     // Wrong password, through test_connection and through a pool.
     let bad = spec(2, &fx.uri("wrong-w0rd"));
     match engines.test_connection(&bad).await {
-        Ok(()) => eprintln!(
-            "skipped wrong-password check: the cluster trusts {}",
+        Ok(()) => panic!(
+            "a wrong password was accepted for {}: the test cluster must not trust it",
             fx.role
         ),
         Err(err) => {

@@ -508,8 +508,7 @@ impl Store {
             match field {
                 Field::ToOne { target, .. } => {
                     let map = fks.remove(name).unwrap_or_default();
-                    let Some((_, targets)) =
-                        shared.iter().find(|(t, _)| std::ptr::eq(*t, *target))
+                    let Some((_, targets)) = shared.iter().find(|(t, _)| std::ptr::eq(*t, *target))
                     else {
                         continue;
                     };
