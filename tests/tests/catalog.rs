@@ -499,10 +499,11 @@ async fn gamma_user_granted_one_dataset_sees_only_it() {
     );
 }
 
-/// The dashboard bundle exported by a real Superset 6.0 (`../shared/fixtures`).
+/// The dashboard bundle exported by a real Superset 6.0, kept byte for byte in
+/// `tests/fixtures/` (see its README).
 const FIXTURE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/fixtures/superset-6.0-dashboard-export.zip"
+    "/fixtures/superset-6.0-dashboard-export.zip"
 );
 
 async fn upload(
