@@ -7,6 +7,7 @@
 
 mod assets;
 mod chart;
+mod chart_data;
 mod dashboard;
 mod database;
 mod dataset;
@@ -56,6 +57,7 @@ type Apis = (
     security::SecurityApi,
     me::MeApi,
     chart::ChartApi,
+    chart_data::ChartDataApi,
     dashboard::DashboardApi,
     dashboard::EmbeddedApi,
     database::DatabaseApi,
@@ -78,6 +80,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                 state: state.clone(),
             },
             chart::ChartApi {
+                state: state.clone(),
+            },
+            chart_data::ChartDataApi {
                 state: state.clone(),
             },
             dashboard::DashboardApi {

@@ -22,6 +22,8 @@ pub struct AppState {
     pub sealer: crate::seal::Sealer,
     /// Connections to the analytical databases, one pool per database.
     pub engines: crate::engines::Engines,
+    /// Runs chart and SQL Lab queries through the results cache and single flight.
+    pub runner: crate::query::runner::Runner,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -57,13 +59,19 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     let store = open_store(&config).await?;
     let auth = AuthService::new(store.clone(), secret.expose().as_bytes(), &config.auth);
     let sealer = crate::seal::Sealer::new(secret.expose().as_bytes());
-    let engines = crate::engines::Engines::new(crate::engines::EngineOptions::default());
+    let engines = crate::engines::Engines::new(config.query.engine_options(""));
+    let runner = crate::query::runner::Runner::new(
+        engines.clone(),
+        config.query.cache_max_mb * 1024 * 1024,
+        Duration::from_secs(config.query.cache_default_timeout_secs),
+    );
     Ok(Arc::new(AppState {
         config,
         store,
         auth,
         sealer,
         engines,
+        runner,
     }))
 }
 

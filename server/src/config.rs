@@ -77,6 +77,139 @@ pub struct Config {
     pub http: HttpConfig,
     /// Metadata store settings.
     pub metadata: MetadataConfig,
+    /// Comma-separated SQL functions refused in SQL Lab and chart SQL (Superset's
+    /// `DISALLOWED_SQL_FUNCTIONS`); unset means [`DEFAULT_DISALLOWED_FUNCTIONS`], empty means
+    /// none.
+    pub disallowed_functions: Option<String>,
+    /// Query execution, results cache and SQL Lab settings.
+    pub query: QueryConfig,
+}
+
+/// Functions refused by default: Superset's PostgreSQL list plus the ones that sleep or reach
+/// the server's files or other servers.
+pub const DEFAULT_DISALLOWED_FUNCTIONS: &[&str] = &[
+    "database_to_xml",
+    "dblink",
+    "dblink_exec",
+    "inet_client_addr",
+    "inet_server_addr",
+    "lo_export",
+    "lo_import",
+    "pg_cancel_backend",
+    "pg_ls_dir",
+    "pg_read_binary_file",
+    "pg_read_file",
+    "pg_reload_conf",
+    "pg_sleep",
+    "pg_sleep_for",
+    "pg_sleep_until",
+    "pg_stat_file",
+    "pg_terminate_backend",
+    "query_to_xml",
+    "query_to_xml_and_xmlschema",
+    "table_to_xml",
+    "table_to_xml_and_xmlschema",
+    "version",
+    "load_extension",
+    "readfile",
+    "writefile",
+];
+
+/// Query execution settings; `databases.<database_name>` overrides the pool and timeout of one
+/// database.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct QueryConfig {
+    /// Longest a chart or SQL Lab statement may run before it is cancelled in the database.
+    pub timeout_secs: u64,
+    /// Connections per analytical database (per replica).
+    pub pool_size: u32,
+    /// How long a query waits for a free connection before answering "too many queries".
+    pub pool_wait_secs: u64,
+    /// Time allowed to open a connection.
+    pub connect_timeout_secs: u64,
+    /// Memory the results cache may use, in MiB; 0 disables the cache.
+    pub cache_max_mb: u64,
+    /// Cache lifetime when neither chart, dataset nor database sets one (Superset's
+    /// `CACHE_DEFAULT_TIMEOUT`).
+    pub cache_default_timeout_secs: u64,
+    /// Superset's `ROW_LIMIT`: rows of a chart query without `row_limit`.
+    pub row_limit: u64,
+    /// Superset's `SAMPLES_ROW_LIMIT`.
+    pub samples_row_limit: u64,
+    /// Superset's `SQL_MAX_ROW`: the cap of every chart and SQL Lab query.
+    pub sql_max_row: u64,
+    /// Superset's `DISPLAY_MAX_ROW`: rows SQL Lab returns inline.
+    pub display_max_row: u64,
+    /// Superset's `SQLLAB_TIMEOUT` for synchronous SQL Lab queries.
+    pub sqllab_timeout_secs: u64,
+    /// Per-database overrides, keyed by `database_name`.
+    pub databases: std::collections::BTreeMap<String, DatabaseOverrides>,
+}
+
+impl Default for QueryConfig {
+    fn default() -> Self {
+        QueryConfig {
+            timeout_secs: 300,
+            pool_size: 20,
+            pool_wait_secs: 30,
+            connect_timeout_secs: 10,
+            cache_max_mb: 256,
+            cache_default_timeout_secs: 86_400,
+            row_limit: 50_000,
+            samples_row_limit: 1_000,
+            sql_max_row: 100_000,
+            display_max_row: 10_000,
+            sqllab_timeout_secs: 30,
+            databases: Default::default(),
+        }
+    }
+}
+
+/// Settings of one database that differ from `[query]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DatabaseOverrides {
+    /// See [`QueryConfig::timeout_secs`].
+    pub timeout_secs: Option<u64>,
+    /// See [`QueryConfig::pool_size`].
+    pub pool_size: Option<u32>,
+    /// See [`QueryConfig::pool_wait_secs`].
+    pub pool_wait_secs: Option<u64>,
+}
+
+impl QueryConfig {
+    /// The pool and timeout settings of the database called `database_name`.
+    pub fn engine_options(&self, database_name: &str) -> crate::engines::EngineOptions {
+        let o = self.databases.get(database_name);
+        let secs = std::time::Duration::from_secs;
+        crate::engines::EngineOptions {
+            pool_size: o.and_then(|o| o.pool_size).unwrap_or(self.pool_size),
+            connect_timeout: secs(self.connect_timeout_secs),
+            pool_wait: secs(
+                o.and_then(|o| o.pool_wait_secs)
+                    .unwrap_or(self.pool_wait_secs),
+            ),
+            statement_timeout: secs(o.and_then(|o| o.timeout_secs).unwrap_or(self.timeout_secs)),
+        }
+    }
+}
+
+impl Config {
+    /// Lower-cased names of the SQL functions queries may not call.
+    pub fn disallowed_functions(&self) -> std::collections::BTreeSet<String> {
+        match &self.disallowed_functions {
+            None => DEFAULT_DISALLOWED_FUNCTIONS
+                .iter()
+                .map(|f| (*f).to_owned())
+                .collect(),
+            Some(list) => list
+                .split(',')
+                .map(|f| f.trim().to_ascii_lowercase())
+                .filter(|f| !f.is_empty())
+                .collect(),
+        }
+    }
 }
 
 /// Authentication and session settings.
@@ -164,6 +297,8 @@ impl Default for Config {
             auth: AuthConfig::default(),
             http: HttpConfig::default(),
             metadata: MetadataConfig::default(),
+            disallowed_functions: None,
+            query: QueryConfig::default(),
         }
     }
 }
@@ -296,6 +431,27 @@ impl Config {
         }
         if self.http.max_body_bytes < 1024 {
             problems.push("http.max_body_bytes: must be at least 1024".into());
+        }
+        let q = &self.query;
+        for (name, v) in [
+            ("query.pool_size", u64::from(q.pool_size)),
+            ("query.row_limit", q.row_limit),
+            ("query.samples_row_limit", q.samples_row_limit),
+            ("query.sql_max_row", q.sql_max_row),
+            ("query.display_max_row", q.display_max_row),
+            ("query.sqllab_timeout_secs", q.sqllab_timeout_secs),
+            ("query.connect_timeout_secs", q.connect_timeout_secs),
+        ] {
+            if v == 0 {
+                problems.push(format!("{name}: must be greater than 0"));
+            }
+        }
+        for (db, o) in &q.databases {
+            if o.pool_size == Some(0) {
+                problems.push(format!(
+                    "query.databases.{db}.pool_size: must be at least 1"
+                ));
+            }
         }
         if self.metadata.pool_size == 0 {
             problems.push("metadata.pool_size: must be at least 1".into());

@@ -34,16 +34,23 @@ pub struct ConnectionSpec {
     /// Changes whenever the database row is edited (e.g. its `changed_on`); a different revision
     /// makes [`Engines`] rebuild the pool.
     pub revision: String,
+    /// This database's pool and timeout settings; `None` uses the registry's defaults.
+    pub options: Option<EngineOptions>,
 }
 
-/// Pool and timeout settings shared by every engine pool.
-#[derive(Clone, Debug)]
+/// Pool and timeout settings of one database's pool.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineOptions {
     /// Maximum connections per database.
     pub pool_size: u32,
-    /// Time allowed to open a connection, and to wait for a pooled one.
+    /// Time allowed to open a connection.
     pub connect_timeout: Duration,
-    /// Longest a single statement may run; `Duration::ZERO` disables the limit.
+    /// How long a query waits for a free pooled connection before failing with
+    /// [`EngineError::PoolTimeout`]; requests queue fairly (FIFO) meanwhile.
+    pub pool_wait: Duration,
+    /// Longest a single statement may run; `Duration::ZERO` disables the limit. Enforced twice:
+    /// by the database (`statement_timeout`) and by a client-side timer that cancels the
+    /// statement inside the database.
     pub statement_timeout: Duration,
 }
 
@@ -52,9 +59,90 @@ impl Default for EngineOptions {
         EngineOptions {
             pool_size: 10,
             connect_timeout: Duration::from_secs(10),
+            pool_wait: Duration::from_secs(30),
             statement_timeout: Duration::from_secs(300),
         }
     }
+}
+
+/// One value of a query result, typed by what the database returned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// SQL NULL.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Int(i64),
+    /// A floating-point number (NaN and infinities included).
+    Float(f64),
+    /// An exact decimal, as the database printed it (`43320.70` keeps its scale for CSV).
+    Decimal(String),
+    /// Text (and any type without a better representation).
+    Text(String),
+    /// A timestamp without time zone.
+    Timestamp(chrono::NaiveDateTime),
+    /// A timestamp with time zone, in UTC.
+    TimestampTz(chrono::NaiveDateTime),
+    /// A date.
+    Date(chrono::NaiveDate),
+    /// A time of day.
+    Time(chrono::NaiveTime),
+}
+
+impl Cell {
+    /// Rough heap plus inline size, for byte-bounded caches.
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Cell>()
+            + match self {
+                Cell::Decimal(s) | Cell::Text(s) => s.len(),
+                _ => 0,
+            }
+    }
+}
+
+/// A column of a query result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResultColumn {
+    /// The column label.
+    pub name: String,
+    /// The database's type name (`int8`, `numeric`, `TEXT`, ...), when it reports one.
+    pub type_name: String,
+}
+
+/// The rows of a query.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ResultSet {
+    /// Columns in select-list order.
+    pub columns: Vec<ResultColumn>,
+    /// Rows; each has one cell per column.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl ResultSet {
+    /// Rough memory footprint, for byte-bounded caches.
+    pub fn weight(&self) -> usize {
+        let cols: usize = self
+            .columns
+            .iter()
+            .map(|c| c.name.len() + c.type_name.len() + 48)
+            .sum();
+        let rows: usize = self
+            .rows
+            .iter()
+            .map(|r| 24 + r.iter().map(Cell::weight).sum::<usize>())
+            .sum();
+        cols + rows
+    }
+}
+
+/// How one statement is run.
+#[derive(Clone, Copy, Debug)]
+pub struct ExecOptions {
+    /// Run inside a read-only transaction, so nothing can be written even by a function call.
+    pub read_only: bool,
+    /// Stop reading after this many rows (the rest is discarded).
+    pub max_rows: usize,
 }
 
 /// Kind of a relation in a schema.
@@ -503,6 +591,7 @@ struct Inner {
 struct Entry {
     revision: String,
     uri: ConnectionUri,
+    options: Option<EngineOptions>,
     pool: EnginePool,
 }
 
@@ -559,10 +648,11 @@ impl Engines {
         if let Some(entry) = pools.get(&spec.database_id)
             && entry.revision == spec.revision
             && entry.uri == spec.uri
+            && entry.options == spec.options
         {
             return Ok(entry.pool.clone());
         }
-        let options = &self.inner.options;
+        let options = spec.options.as_ref().unwrap_or(&self.inner.options);
         let pool = match spec.uri.engine {
             Engine::Postgres => EnginePool::Postgres(postgres::build_pool(&spec.uri, options)?),
             Engine::Sqlite => EnginePool::Sqlite(sqlite::build_pool(&spec.uri, options)?),
@@ -577,6 +667,7 @@ impl Engines {
             Entry {
                 revision: spec.revision.clone(),
                 uri: spec.uri.clone(),
+                options: spec.options.clone(),
                 pool: pool.clone(),
             },
         );
@@ -645,6 +736,131 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::query_columns(&p, sql).await,
             EnginePool::Sqlite(p) => sqlite::query_columns(&p, sql).await,
+        }
+    }
+}
+
+impl Engines {
+    /// Runs one statement and returns its rows. The statement is cancelled inside the database
+    /// when the returned future is dropped (the HTTP client went away) or when the database's
+    /// statement timeout passes on the client-side timer; the connection goes back to the pool
+    /// only once the database has stopped working on it.
+    pub async fn execute(
+        &self,
+        spec: &ConnectionSpec,
+        sql: &str,
+        opts: ExecOptions,
+    ) -> Result<ResultSet, EngineError> {
+        let sql = trim_statement(sql);
+        if sql.is_empty() {
+            return Err(EngineError::other("Empty query?"));
+        }
+        let timeout = spec
+            .options
+            .as_ref()
+            .unwrap_or(&self.inner.options)
+            .statement_timeout;
+        let run = async {
+            match self.pool(spec)? {
+                EnginePool::Postgres(p) => postgres::execute(&p, sql, opts).await,
+                EnginePool::Sqlite(p) => sqlite::execute(&p, sql, opts).await,
+            }
+        };
+        if timeout.is_zero() {
+            return run.await;
+        }
+        // The database's own `statement_timeout` normally fires first; this timer also covers
+        // the wait for a connection and a database that does not answer at all.
+        tokio::time::timeout(timeout + Duration::from_millis(250), run)
+            .await
+            .unwrap_or(Err(EngineError::StatementTimeout))
+    }
+}
+
+/// A time grain an engine can truncate to: Superset's ISO-8601 duration key, its display name
+/// and the SQL template (`{col}` stands for the column expression).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeGrain {
+    /// `P1D`, `PT1H`, `1969-12-28T00:00:00Z/P1W`, ...
+    pub duration: &'static str,
+    /// `Day`, `Hour`, ...
+    pub name: &'static str,
+    /// SQL with `{col}` for the column.
+    pub template: &'static str,
+}
+
+/// The SQL each engine speaks where engines differ; chart SQL is generated only through this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dialect {
+    engine: Engine,
+}
+
+impl Dialect {
+    /// The dialect of `engine`.
+    pub fn of(engine: Engine) -> Dialect {
+        Dialect { engine }
+    }
+
+    /// The engine.
+    pub fn engine(self) -> Engine {
+        self.engine
+    }
+
+    /// Superset's backend name (`postgresql`, `sqlite`).
+    pub fn backend(self) -> &'static str {
+        self.engine.backend()
+    }
+
+    /// An identifier, always double-quoted (embedded quotes doubled), so no name from a
+    /// dataset or a request can change the statement's structure.
+    pub fn quote(self, ident: &str) -> String {
+        format!("\"{}\"", ident.replace('"', "\"\""))
+    }
+
+    /// A string literal with quotes doubled. Both engines treat backslashes literally
+    /// (PostgreSQL pools run with `standard_conforming_strings=on`).
+    pub fn string(self, s: &str) -> String {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+
+    /// The grains the engine supports, in Superset's display order.
+    pub fn time_grains(self) -> &'static [TimeGrain] {
+        match self.engine {
+            Engine::Postgres => postgres::TIME_GRAINS,
+            Engine::Sqlite => sqlite::TIME_GRAINS,
+        }
+    }
+
+    /// `expr` truncated to `grain`, or `None` when the engine has no such grain.
+    pub fn truncate(self, grain: &str, expr: &str) -> Option<String> {
+        self.time_grains()
+            .iter()
+            .find(|g| g.duration == grain)
+            .map(|g| g.template.replace("{col}", expr))
+    }
+
+    /// A datetime literal for comparing with a column of type `type_name`.
+    pub fn datetime(self, dt: chrono::NaiveDateTime, type_name: &str) -> String {
+        match self.engine {
+            Engine::Postgres => postgres::datetime_literal(dt, type_name),
+            Engine::Sqlite => sqlite::datetime_literal(dt, type_name),
+        }
+    }
+
+    /// `expr` as text, for LIKE on a non-text column.
+    pub fn cast_text(self, expr: &str) -> String {
+        match self.engine {
+            Engine::Postgres => format!("CAST({expr} AS VARCHAR)"),
+            Engine::Sqlite => format!("CAST({expr} AS TEXT)"),
+        }
+    }
+
+    /// `TO_TIMESTAMP`-style conversion of epoch milliseconds (a number compared with a
+    /// temporal column).
+    pub fn from_epoch_ms(self, ms: f64) -> String {
+        match self.engine {
+            Engine::Postgres => format!("TO_TIMESTAMP({})", ms / 1000.0),
+            Engine::Sqlite => format!("DATETIME({}, 'unixepoch')", ms / 1000.0),
         }
     }
 }
@@ -861,6 +1077,7 @@ mod tests {
             database_id: 1,
             uri: ConnectionUri::parse("postgresql://u:s3cr3t@h/db").expect("uri"),
             revision: "r".into(),
+            options: None,
         };
         let shown = format!("{spec:?}");
         assert!(!shown.contains("s3cr3t"), "{shown}");

@@ -18,6 +18,7 @@ fn spec(id: i64, uri: &str) -> ConnectionSpec {
         database_id: id,
         uri: ConnectionUri::parse(uri).expect("uri"),
         revision: "1".into(),
+        options: None,
     }
 }
 
@@ -25,6 +26,7 @@ fn quick() -> EngineOptions {
     EngineOptions {
         pool_size: 3,
         connect_timeout: Duration::from_secs(3),
+        pool_wait: Duration::from_secs(3),
         statement_timeout: Duration::from_secs(2),
     }
 }

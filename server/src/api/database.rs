@@ -246,6 +246,12 @@ pub async fn connection_spec(state: &AppState, id: i64) -> Result<ConnectionSpec
     }
     Ok(ConnectionSpec {
         database_id: id,
+        options: Some(
+            state
+                .config
+                .query
+                .engine_options(&rec.text("database_name")),
+        ),
         uri,
         revision: rec
             .get::<chrono::NaiveDateTime>("changed_on")
@@ -325,6 +331,7 @@ impl DatabaseApi {
             database_id: 0,
             uri: uri.clone(),
             revision: String::new(),
+            options: None,
         };
         self.state
             .engines

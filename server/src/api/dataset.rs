@@ -239,7 +239,10 @@ fn metric_json(m: &Record) -> Json_ {
     })
 }
 
-async fn children(state: &AppState, id: i64) -> Result<(Vec<Record>, Vec<Record>), ApiError> {
+pub(super) async fn children(
+    state: &AppState,
+    id: i64,
+) -> Result<(Vec<Record>, Vec<Record>), ApiError> {
     let by_table = |m| Pred::field(m, "table_id", Op::Eq, Value::Int(id));
     let (_, cids) = state
         .store

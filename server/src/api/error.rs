@@ -226,6 +226,87 @@ impl ApiError {
     }
 }
 
+impl From<crate::query::QueryError> for ApiError {
+    fn from(e: crate::query::QueryError) -> Self {
+        use crate::engines::EngineError;
+        use crate::query::QueryError as Q;
+        let text = e.to_string();
+        match e {
+            Q::Schema(_) | Q::Invalid(_) | Q::Plain(_) | Q::PostProcessingUnavailable(_) => {
+                tracing::info!(message = "Chart data request refused.", reason = %text);
+                ApiError::bad_request(text)
+            }
+            Q::Unsupported(_) => {
+                tracing::info!(message = "Chart data request refused.", reason = %text);
+                ApiError::bad_request(text)
+            }
+            Q::Sql(err) => {
+                tracing::info!(message = "SQL fragment refused.", reason = %err.message());
+                let status =
+                    StatusCode::from_u16(err.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+                let extra = json!({
+                    "sql": err.sql(),
+                    "engine": err.engine(),
+                    "line": err.line(),
+                    "column": err.column(),
+                });
+                ApiError::sip40(status, err.error_type(), err.message(), extra)
+            }
+            Q::DisallowedFunctions(_) => {
+                tracing::info!(message = "SQL with disallowed functions refused.", reason = %text);
+                ApiError::sip40(
+                    StatusCode::BAD_REQUEST,
+                    "INVALID_SQL_ERROR",
+                    text,
+                    json!({}),
+                )
+            }
+            Q::UnsupportedGrain { .. } => {
+                // Superset crashes with a 500 here; this is a client error.
+                tracing::info!(message = "Chart data request refused.", reason = %text);
+                ApiError::sip40(
+                    StatusCode::BAD_REQUEST,
+                    "GENERIC_BACKEND_ERROR",
+                    text,
+                    json!({}),
+                )
+            }
+            Q::Engine(EngineError::PoolTimeout) => {
+                tracing::warn!(message = "No database connection became free in time.");
+                let mut err = ApiError::sip40(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "CONNECTION_DATABASE_TIMEOUT",
+                    EngineError::PoolTimeout.message(),
+                    json!({}),
+                );
+                err.retry_after = Some(1);
+                err
+            }
+            Q::Engine(EngineError::StatementTimeout) => {
+                tracing::info!(message = "Query cancelled at its deadline.");
+                ApiError::sip40(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "BACKEND_TIMEOUT_ERROR",
+                    EngineError::StatementTimeout.message(),
+                    json!({}),
+                )
+            }
+            Q::Engine(err) => {
+                tracing::info!(message = "Query failed in the database.", error_type = err.error_type(), reason = %err.message());
+                ApiError::bad_request(text)
+            }
+            Q::NotFound => ApiError::not_found(),
+            Q::Forbidden(_) => ApiError::sip40(
+                StatusCode::FORBIDDEN,
+                "DATASOURCE_SECURITY_ACCESS_ERROR",
+                text,
+                json!({}),
+            ),
+            Q::CacheMiss => ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, text),
+        }
+    }
+}
+
 impl From<auth::Error> for ApiError {
     fn from(e: auth::Error) -> Self {
         use auth::Error as E;

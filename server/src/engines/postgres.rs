@@ -16,8 +16,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
 use super::{
-    ColumnInfo, EngineError, EngineOptions, ForeignKey, GenericType, IndexInfo, LastError,
-    PrimaryKey, TableEntry, TableKind, TableMetadata,
+    Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType, IndexInfo,
+    LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata,
+    TimeGrain,
 };
 use crate::uri::ConnectionUri;
 
@@ -119,6 +120,9 @@ pub(crate) fn config(uri: &ConnectionUri, options: &EngineOptions) -> Result<Con
             _ => tracing::debug!(option = %key, "ignored PostgreSQL connection option"),
         }
     }
+    // String literals in generated SQL double their quotes and nothing else; make sure the
+    // server never reads backslashes in them as escapes.
+    server_options.push("-c standard_conforming_strings=on".to_owned());
     if !options.statement_timeout.is_zero() {
         server_options.push(format!(
             "-c statement_timeout={}",
@@ -142,7 +146,7 @@ pub(crate) fn build_pool(
     let pool = Pool::builder()
         .max_size(options.pool_size.max(1))
         .min_idle(None)
-        .connection_timeout(options.connect_timeout)
+        .connection_timeout(options.pool_wait)
         .idle_timeout(Some(Duration::from_secs(600)))
         .retry_connection(false)
         .error_sink(Box::new(Sink {
@@ -457,6 +461,346 @@ pub(crate) async fn query_columns(
     }
     tx.rollback().await.map_err(map)?;
     Ok(out)
+}
+
+/// PostgreSQL's time grains (Superset's `PostgresEngineSpec._time_grain_expressions`): no
+/// `PT6H` and no week variants.
+pub(crate) const TIME_GRAINS: &[TimeGrain] = &[
+    TimeGrain {
+        duration: "PT1S",
+        name: "Second",
+        template: "DATE_TRUNC('second', {col})",
+    },
+    TimeGrain {
+        duration: "PT5S",
+        name: "5 second",
+        template: "DATE_TRUNC('minute', {col}) + INTERVAL '5 seconds' * FLOOR(EXTRACT(SECOND FROM {col}) / 5)",
+    },
+    TimeGrain {
+        duration: "PT30S",
+        name: "30 second",
+        template: "DATE_TRUNC('minute', {col}) + INTERVAL '30 seconds' * FLOOR(EXTRACT(SECOND FROM {col}) / 30)",
+    },
+    TimeGrain {
+        duration: "PT1M",
+        name: "Minute",
+        template: "DATE_TRUNC('minute', {col})",
+    },
+    TimeGrain {
+        duration: "PT5M",
+        name: "5 minute",
+        template: "DATE_TRUNC('hour', {col}) + INTERVAL '5 minutes' * FLOOR(EXTRACT(MINUTE FROM {col}) / 5)",
+    },
+    TimeGrain {
+        duration: "PT10M",
+        name: "10 minute",
+        template: "DATE_TRUNC('hour', {col}) + INTERVAL '10 minutes' * FLOOR(EXTRACT(MINUTE FROM {col}) / 10)",
+    },
+    TimeGrain {
+        duration: "PT15M",
+        name: "15 minute",
+        template: "DATE_TRUNC('hour', {col}) + INTERVAL '15 minutes' * FLOOR(EXTRACT(MINUTE FROM {col}) / 15)",
+    },
+    TimeGrain {
+        duration: "PT30M",
+        name: "30 minute",
+        template: "DATE_TRUNC('hour', {col}) + INTERVAL '30 minutes' * FLOOR(EXTRACT(MINUTE FROM {col}) / 30)",
+    },
+    TimeGrain {
+        duration: "PT1H",
+        name: "Hour",
+        template: "DATE_TRUNC('hour', {col})",
+    },
+    TimeGrain {
+        duration: "P1D",
+        name: "Day",
+        template: "DATE_TRUNC('day', {col})",
+    },
+    TimeGrain {
+        duration: "P1W",
+        name: "Week",
+        template: "DATE_TRUNC('week', {col})",
+    },
+    TimeGrain {
+        duration: "P1M",
+        name: "Month",
+        template: "DATE_TRUNC('month', {col})",
+    },
+    TimeGrain {
+        duration: "P3M",
+        name: "Quarter",
+        template: "DATE_TRUNC('quarter', {col})",
+    },
+    TimeGrain {
+        duration: "P1Y",
+        name: "Year",
+        template: "DATE_TRUNC('year', {col})",
+    },
+];
+
+/// Superset's `convert_dttm`: `TO_DATE` for date columns, `TO_TIMESTAMP` otherwise.
+pub(crate) fn datetime_literal(dt: chrono::NaiveDateTime, type_name: &str) -> String {
+    let t = type_name.trim().to_ascii_uppercase();
+    if t == "DATE" {
+        format!("TO_DATE('{}', 'YYYY-MM-DD')", dt.format("%Y-%m-%d"))
+    } else {
+        format!(
+            "TO_TIMESTAMP('{}', 'YYYY-MM-DD HH24:MI:SS.US')",
+            dt.format("%Y-%m-%d %H:%M:%S%.6f")
+        )
+    }
+}
+
+/// Runs one statement (see [`super::Engines::execute`]): inside `BEGIN READ ONLY` when asked,
+/// reading at most `max_rows` rows, with every value decoded from the binary protocol.
+pub(crate) async fn execute(
+    pool: &PgPool,
+    sql: &str,
+    opts: ExecOptions,
+) -> Result<ResultSet, EngineError> {
+    let conn = pool.get().await?;
+    let token = conn.cancel_token();
+    let mut flight = InFlight {
+        conn: Some(conn),
+        token,
+        in_transaction: false,
+    };
+    let out = run_statement(&mut flight, pool, sql, opts).await;
+    if flight.in_transaction
+        && let Some(conn) = flight.conn.as_ref()
+    {
+        // A failed statement aborted the transaction; end it before the connection is reused.
+        let _ = conn.batch_execute("ROLLBACK").await;
+        flight.in_transaction = false;
+    }
+    // Finished (well or not): nothing is left running in the database, disarm the guard.
+    drop(flight.conn.take());
+    out
+}
+
+async fn run_statement(
+    flight: &mut InFlight,
+    pool: &PgPool,
+    sql: &str,
+    opts: ExecOptions,
+) -> Result<ResultSet, EngineError> {
+    use futures_util::TryStreamExt;
+    let map = |e: tokio_postgres::Error| pool.map(&e);
+    let Some(conn) = flight.conn.as_ref() else {
+        return Err(EngineError::other("connection already released"));
+    };
+    if opts.read_only {
+        flight.in_transaction = true;
+        conn.batch_execute("BEGIN READ ONLY").await.map_err(map)?;
+    }
+    let stmt = conn.prepare(sql).await.map_err(map)?;
+    if !stmt.params().is_empty() {
+        return Err(EngineError::other(
+            "The query has bind parameters ($1, …), which cannot be supplied here.",
+        ));
+    }
+    let columns = stmt
+        .columns()
+        .iter()
+        .map(|c| ResultColumn {
+            name: c.name().to_owned(),
+            type_name: c.type_().name().to_owned(),
+        })
+        .collect::<Vec<_>>();
+    let width = columns.len();
+    let stream = conn
+        .query_raw(&stmt, std::iter::empty::<i32>())
+        .await
+        .map_err(map)?;
+    futures_util::pin_mut!(stream);
+    let mut rows = Vec::new();
+    while let Some(row) = stream.try_next().await.map_err(map)? {
+        if rows.len() >= opts.max_rows {
+            break;
+        }
+        let mut cells = Vec::with_capacity(width);
+        for i in 0..width {
+            cells.push(row.try_get::<_, PgCell>(i).map_err(map)?.0);
+        }
+        rows.push(cells);
+    }
+    if opts.read_only {
+        conn.batch_execute("COMMIT").await.map_err(map)?;
+        flight.in_transaction = false;
+    }
+    Ok(ResultSet { columns, rows })
+}
+
+/// A checked-out connection with a statement possibly running on it. Dropped while still
+/// holding the connection (the caller's future was dropped: client gone or deadline passed),
+/// it cancels the statement inside PostgreSQL and only then lets the connection return to the
+/// pool, so a late cancel request can never hit the next statement on that connection.
+struct InFlight {
+    conn: Option<bb8::PooledConnection<'static, PostgresConnectionManager<NoTls>>>,
+    token: tokio_postgres::CancelToken,
+    in_transaction: bool,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        let token = self.token.clone();
+        let in_transaction = self.in_transaction;
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        rt.spawn(async move {
+            if let Err(e) = token.cancel_query(NoTls).await {
+                tracing::warn!(error = %e, "could not cancel an abandoned query");
+            }
+            // Queued behind the cancelled statement: once this answers, the connection is idle.
+            let reset = if in_transaction { "ROLLBACK" } else { "" };
+            if let Err(e) = conn.batch_execute(reset).await {
+                tracing::debug!(error = %e, "connection reset after cancel failed");
+            }
+            tracing::debug!("abandoned query cancelled in the database");
+        });
+    }
+}
+
+/// Any PostgreSQL value, decoded from the binary wire format by type. Types without a known
+/// layout fall back to their bytes as text (enums, domains over text, `citext`, ...), or hex.
+struct PgCell(Cell);
+
+/// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01).
+const PG_EPOCH_OFFSET_DAYS: i64 = 10_957;
+
+impl<'a> tokio_postgres::types::FromSql<'a> for PgCell {
+    fn from_sql(
+        ty: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        use tokio_postgres::types::Type;
+        let cell = match *ty {
+            Type::BOOL => Cell::Bool(bool::from_sql(ty, raw)?),
+            Type::INT2 => Cell::Int(i16::from_sql(ty, raw)?.into()),
+            Type::INT4 => Cell::Int(i32::from_sql(ty, raw)?.into()),
+            Type::INT8 => Cell::Int(i64::from_sql(ty, raw)?),
+            Type::OID => Cell::Int(u32::from_sql(ty, raw)?.into()),
+            Type::FLOAT4 => Cell::Float(f32::from_sql(ty, raw)?.into()),
+            Type::FLOAT8 => Cell::Float(f64::from_sql(ty, raw)?),
+            Type::NUMERIC => decode_numeric(raw)?,
+            Type::TIMESTAMP => Cell::Timestamp(pg_timestamp(raw)?),
+            Type::TIMESTAMPTZ => Cell::TimestampTz(pg_timestamp(raw)?),
+            Type::DATE => {
+                let days = i32::from_sql(ty, raw)?;
+                let date = chrono::DateTime::from_timestamp(
+                    (i64::from(days) + PG_EPOCH_OFFSET_DAYS) * 86_400,
+                    0,
+                )
+                .map(|d| d.date_naive())
+                .ok_or("date out of range")?;
+                Cell::Date(date)
+            }
+            Type::TIME => Cell::Time(chrono::NaiveTime::from_sql(ty, raw)?),
+            Type::JSON | Type::JSONB => {
+                Cell::Text(serde_json::Value::from_sql(ty, raw)?.to_string())
+            }
+            Type::UUID => Cell::Text(uuid::Uuid::from_sql(ty, raw)?.to_string()),
+            Type::BYTEA => Cell::Text(format!("\\x{}", hex::encode(raw))),
+            _ => match std::str::from_utf8(raw) {
+                Ok(text) => Cell::Text(text.to_owned()),
+                Err(_) => Cell::Text(format!("\\x{}", hex::encode(raw))),
+            },
+        };
+        Ok(PgCell(cell))
+    }
+
+    fn from_sql_null(
+        _: &tokio_postgres::types::Type,
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(PgCell(Cell::Null))
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
+    }
+}
+
+/// `timestamp`/`timestamptz` wire value: microseconds since 2000-01-01 (±infinity are the
+/// extreme i64 values; they are mapped to chrono's bounds).
+fn pg_timestamp(
+    raw: &[u8],
+) -> Result<chrono::NaiveDateTime, Box<dyn std::error::Error + Sync + Send>> {
+    let bytes: [u8; 8] = raw.try_into().map_err(|_| "bad timestamp length")?;
+    let micros = i64::from_be_bytes(bytes);
+    match micros {
+        i64::MAX => return Ok(chrono::NaiveDateTime::MAX),
+        i64::MIN => return Ok(chrono::NaiveDateTime::MIN),
+        _ => {}
+    }
+    let unix = micros
+        .checked_add(PG_EPOCH_OFFSET_DAYS * 86_400 * 1_000_000)
+        .ok_or("timestamp out of range")?;
+    chrono::DateTime::from_timestamp_micros(unix)
+        .map(|d| d.naive_utc())
+        .ok_or_else(|| "timestamp out of range".into())
+}
+
+/// `numeric` wire value (base-10000 digits, weight, sign, display scale) → its decimal text,
+/// exactly as PostgreSQL prints it, so no precision is lost before the API layer decides.
+fn decode_numeric(raw: &[u8]) -> Result<Cell, Box<dyn std::error::Error + Sync + Send>> {
+    let word = |i: usize| -> Result<u16, Box<dyn std::error::Error + Sync + Send>> {
+        raw.get(i * 2..i * 2 + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+            .ok_or_else(|| "short numeric".into())
+    };
+    let ndigits = usize::from(word(0)?);
+    let weight = i32::from(word(1)? as i16);
+    let sign = word(2)?;
+    let dscale = usize::from(word(3)?);
+    match sign {
+        0xC000 => return Ok(Cell::Float(f64::NAN)),
+        0xD000 => return Ok(Cell::Float(f64::INFINITY)),
+        0xF000 => return Ok(Cell::Float(f64::NEG_INFINITY)),
+        _ => {}
+    }
+    let digits = (0..ndigits)
+        .map(|i| word(4 + i))
+        .collect::<Result<Vec<u16>, _>>()?;
+    let digit = |pos: i32| -> u16 {
+        // Group `pos` counts from the most significant group (weight) downwards.
+        let idx = weight - pos;
+        if idx < 0 {
+            return 0;
+        }
+        digits.get(idx as usize).copied().unwrap_or(0)
+    };
+    let mut out = String::new();
+    if sign == 0x4000 {
+        out.push('-');
+    }
+    if weight < 0 {
+        out.push('0');
+    } else {
+        for pos in (0..=weight).rev() {
+            let g = digit(pos);
+            if pos == weight {
+                out.push_str(&g.to_string());
+            } else {
+                out.push_str(&format!("{g:04}"));
+            }
+        }
+    }
+    if dscale > 0 {
+        out.push('.');
+        let mut frac = String::new();
+        let mut pos = -1;
+        while frac.len() < dscale {
+            frac.push_str(&format!("{:04}", digit(pos)));
+            pos -= 1;
+        }
+        frac.truncate(dscale);
+        out.push_str(&frac);
+    }
+    Ok(Cell::Decimal(out))
 }
 
 /// Renders PostgreSQL's `format_type` text the way SQLAlchemy compiles the reflected type and

@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bb8::{ErrorSink, ManageConnection, Pool, PooledConnection};
@@ -15,8 +16,9 @@ use rusqlite::types::Type;
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags};
 
 use super::{
-    ColumnInfo, EngineError, EngineOptions, ForeignKey, GenericType, IndexInfo, LastError,
-    PrimaryKey, TableEntry, TableKind, TableMetadata,
+    Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType, IndexInfo,
+    LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata,
+    TimeGrain,
 };
 use crate::uri::ConnectionUri;
 
@@ -115,7 +117,7 @@ pub(crate) fn build_pool(
     let pool = Pool::builder()
         .max_size(options.pool_size.max(1))
         .min_idle(None)
-        .connection_timeout(options.connect_timeout)
+        .connection_timeout(options.pool_wait)
         .idle_timeout(Some(Duration::from_secs(600)))
         .test_on_check_out(false)
         .retry_connection(false)
@@ -508,6 +510,180 @@ fn describe(conn: &Connection, sql: &str) -> Result<Vec<ColumnInfo>, EngineError
             }
         })
         .collect())
+}
+
+/// SQLite's time grains (Superset's `SqliteEngineSpec`), on ISO text or julian values.
+pub(crate) const TIME_GRAINS: &[TimeGrain] = &[
+    TimeGrain {
+        duration: "PT1S",
+        name: "Second",
+        template: "DATETIME(STRFTIME('%Y-%m-%dT%H:%M:%S', {col}))",
+    },
+    TimeGrain {
+        duration: "PT1M",
+        name: "Minute",
+        template: "DATETIME(STRFTIME('%Y-%m-%dT%H:%M:00', {col}))",
+    },
+    TimeGrain {
+        duration: "PT1H",
+        name: "Hour",
+        template: "DATETIME(STRFTIME('%Y-%m-%dT%H:00:00', {col}))",
+    },
+    TimeGrain {
+        duration: "P1D",
+        name: "Day",
+        template: "DATETIME({col}, 'start of day')",
+    },
+    TimeGrain {
+        duration: "P1W",
+        name: "Week",
+        template: "DATETIME({col}, 'start of day', -((CAST(STRFTIME('%w', {col}) AS INTEGER) + 6) % 7) || ' days')",
+    },
+    TimeGrain {
+        duration: "P1M",
+        name: "Month",
+        template: "DATETIME({col}, 'start of month')",
+    },
+    TimeGrain {
+        duration: "P3M",
+        name: "Quarter",
+        template: "DATETIME({col}, 'start of month', PRINTF('-%d month', (CAST(STRFTIME('%m', {col}) AS INTEGER) - 1) % 3))",
+    },
+    TimeGrain {
+        duration: "P1Y",
+        name: "Year",
+        template: "DATETIME({col}, 'start of year')",
+    },
+    TimeGrain {
+        duration: "1969-12-28T00:00:00Z/P1W",
+        name: "Week starting Sunday",
+        template: "DATETIME({col}, 'start of day', -CAST(STRFTIME('%w', {col}) AS INTEGER) || ' days')",
+    },
+    TimeGrain {
+        duration: "1969-12-29T00:00:00Z/P1W",
+        name: "Week starting Monday",
+        template: "DATETIME({col}, 'start of day', -((CAST(STRFTIME('%w', {col}) AS INTEGER) + 6) % 7) || ' days')",
+    },
+    TimeGrain {
+        duration: "P1W/1970-01-03T00:00:00Z",
+        name: "Week ending Saturday",
+        template: "DATETIME({col}, 'start of day', 'weekday 6')",
+    },
+    TimeGrain {
+        duration: "P1W/1970-01-04T00:00:00Z",
+        name: "Week ending Sunday",
+        template: "DATETIME({col}, 'start of day', 'weekday 0')",
+    },
+];
+
+/// Superset's SQLite `convert_dttm`: ISO text, which is how SQLite stores datetimes.
+pub(crate) fn datetime_literal(dt: chrono::NaiveDateTime, type_name: &str) -> String {
+    if type_name.trim().eq_ignore_ascii_case("DATE") {
+        format!("'{}'", dt.format("%Y-%m-%d"))
+    } else {
+        format!("'{}'", dt.format("%Y-%m-%d %H:%M:%S"))
+    }
+}
+
+/// Runs one statement (see [`super::Engines::execute`]) on the blocking pool. Dropping the
+/// returned future interrupts the statement; the interrupt is only ever delivered while this
+/// statement is still running, never to a later user of the pooled connection.
+pub(crate) async fn execute(
+    pool: &SqlitePool,
+    sql: &str,
+    opts: ExecOptions,
+) -> Result<ResultSet, EngineError> {
+    let sql = sql.to_owned();
+    let conn: PooledConnection<'static, Manager> = pool.last.get(&pool.pool, |e| e).await?;
+    let running = Arc::new(Mutex::new(true));
+    let mut guard = Interrupter {
+        handle: Some(conn.get_interrupt_handle()),
+        running: running.clone(),
+    };
+    let timeout = pool.statement_timeout;
+    let task = tokio::task::spawn_blocking(move || {
+        let limited = !timeout.is_zero();
+        if limited {
+            let deadline = Instant::now() + timeout;
+            conn.progress_handler(1_000, Some(move || Instant::now() >= deadline));
+        }
+        let out = read_rows(&conn, &sql, opts);
+        if limited {
+            conn.progress_handler(0, None::<fn() -> bool>);
+        }
+        // Under the lock: after this, an interrupt can no longer reach this connection.
+        *running.lock().unwrap_or_else(PoisonError::into_inner) = false;
+        drop(conn);
+        out.map_err(|e| match e {
+            EngineError::Other { message } if message.contains("interrupted") && limited => {
+                EngineError::StatementTimeout
+            }
+            other => other,
+        })
+    });
+    let out = task
+        .await
+        .map_err(|e| EngineError::other(format!("SQLite task failed: {e}")))?;
+    guard.handle = None;
+    out
+}
+
+fn read_rows(conn: &Connection, sql: &str, opts: ExecOptions) -> Result<ResultSet, EngineError> {
+    let mut stmt = conn.prepare(sql).map_err(map_error)?;
+    if opts.read_only && !stmt.readonly() {
+        return Err(EngineError::NotReadOnly);
+    }
+    let columns: Vec<ResultColumn> = stmt
+        .columns()
+        .iter()
+        .map(|c| ResultColumn {
+            name: c.name().to_owned(),
+            type_name: c.decl_type().unwrap_or_default().to_owned(),
+        })
+        .collect();
+    let width = columns.len();
+    let mut rows_out = Vec::new();
+    let mut rows = stmt.query([]).map_err(map_error)?;
+    while let Some(row) = rows.next().map_err(map_error)? {
+        if rows_out.len() >= opts.max_rows {
+            break;
+        }
+        let mut cells = Vec::with_capacity(width);
+        for i in 0..width {
+            use rusqlite::types::ValueRef;
+            let cell = match row.get_ref(i).map_err(map_error)? {
+                ValueRef::Null => Cell::Null,
+                ValueRef::Integer(v) => Cell::Int(v),
+                ValueRef::Real(v) => Cell::Float(v),
+                ValueRef::Text(t) => Cell::Text(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Cell::Text(format!("\\x{}", hex::encode(b))),
+            };
+            cells.push(cell);
+        }
+        rows_out.push(cells);
+    }
+    Ok(ResultSet {
+        columns,
+        rows: rows_out,
+    })
+}
+
+/// Interrupts a running statement when dropped before it finished.
+struct Interrupter {
+    handle: Option<rusqlite::InterruptHandle>,
+    running: Arc<Mutex<bool>>,
+}
+
+impl Drop for Interrupter {
+    fn drop(&mut self) {
+        if let Some(handle) = self.handle.take() {
+            let running = self.running.lock().unwrap_or_else(PoisonError::into_inner);
+            if *running {
+                handle.interrupt();
+                tracing::debug!("abandoned SQLite query interrupted");
+            }
+        }
+    }
 }
 
 /// Maps a rusqlite error to Superset's error kinds.

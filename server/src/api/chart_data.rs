@@ -1,0 +1,500 @@
+//! `/api/v1/chart/data`: Superset's `ChartDataRestApi` (POST a query context, GET a saved
+//! chart's data, GET a cached result by key). The query semantics live in [`crate::query`];
+//! this module loads the dataset, checks access, and renders JSON, CSV or a ZIP of CSVs.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::{Binary, Json};
+use poem_openapi::{ApiResponse, OpenApi};
+use serde_json::{Map, Value as Json_, json};
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::{Auth, JsonBody};
+use super::resource;
+use crate::app::AppState;
+use crate::auth::CurrentUser;
+use crate::engines::{ConnectionSpec, Dialect};
+use crate::query::context::{self, QueryContext, QueryObject, ResultFormat, ResultType};
+use crate::query::frame::{self, Frame};
+use crate::query::runner::{self, CachePolicy};
+use crate::query::sql::{self, Limits};
+use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
+use crate::store::catalog::{self, CHART, DATASET};
+
+/// What chart data answers with.
+#[derive(ApiResponse)]
+pub enum ChartData {
+    /// `{"result": [...]}`.
+    #[oai(status = 200)]
+    Json(Json<Json_>),
+    /// One query as CSV.
+    #[oai(status = 200, content_type = "text/csv; charset=utf-8")]
+    Csv(
+        Binary<Vec<u8>>,
+        #[oai(header = "Content-Disposition")] String,
+    ),
+    /// Several queries as a ZIP of CSVs.
+    #[oai(status = 200, content_type = "application/zip")]
+    Zip(
+        Binary<Vec<u8>>,
+        #[oai(header = "Content-Disposition")] String,
+    ),
+}
+
+/// The chart data endpoints.
+pub struct ChartDataApi {
+    pub(super) state: Arc<AppState>,
+}
+
+#[OpenApi(prefix_path = "/api/v1/chart", tag = "Tags::Chart")]
+impl ChartDataApi {
+    /// Run a query context (Superset's `POST /chart/data`).
+    #[oai(path = "/data", method = "post", operation_id = "chart_data")]
+    async fn data(&self, auth: Auth, body: JsonBody<Json_>) -> Result<ChartData, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
+        let ctx = context::parse(&body.0)?;
+        run(&self.state, &user, ctx, &body.0).await
+    }
+
+    /// The data of a saved chart, from its saved query context.
+    #[oai(path = "/:pk/data", method = "get", operation_id = "chart_data_get")]
+    async fn chart_data(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        format: Query<Option<String>>,
+        #[oai(name = "type")] result_type: Query<Option<String>>,
+        force: Query<Option<String>>,
+    ) -> Result<ChartData, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
+        let scope = catalog::chart_scope(&user.grants());
+        resource::in_reach(&self.state, &CHART, pk.0, &scope, resource::forbidden).await?;
+        let chart = self.state.store.load_one(&CHART, pk.0, &[]).await?;
+        let saved = chart.text("query_context");
+        let mut body: Json_ = serde_json::from_str(&saved).map_err(|_| {
+            ApiError::bad_request("Chart has no query context saved. Please save the chart again.")
+        })?;
+        let Some(obj) = body.as_object_mut() else {
+            return Err(ApiError::bad_request(
+                "Chart has no query context saved. Please save the chart again.",
+            ));
+        };
+        if let Some(f) = format.0 {
+            obj.insert("result_format".into(), json!(f));
+        }
+        if let Some(t) = result_type.0 {
+            obj.insert("result_type".into(), json!(t));
+        }
+        obj.insert(
+            "force".into(),
+            json!(force.0.as_deref().is_some_and(|f| f == "true" || f == "1")),
+        );
+        // The saved context may carry keys of other Superset versions; keep the known ones.
+        obj.retain(|k, _| {
+            [
+                "datasource",
+                "queries",
+                "force",
+                "result_type",
+                "result_format",
+                "form_data",
+                "custom_cache_timeout",
+            ]
+            .contains(&k.as_str())
+        });
+        let form_data = obj.entry("form_data").or_insert_with(|| json!({}));
+        if let Some(fd) = form_data.as_object_mut() {
+            fd.insert("slice_id".into(), json!(pk.0));
+        }
+        let ctx = context::parse(&body)?;
+        run(&self.state, &user, ctx, &body).await
+    }
+
+    /// A result by its `cache_key` (as returned by `POST /chart/data`).
+    #[oai(
+        path = "/data/:cache_key",
+        method = "get",
+        operation_id = "chart_data_cached"
+    )]
+    async fn cached(&self, auth: Auth, cache_key: Path<String>) -> Result<ChartData, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
+        let Some(body) = self.state.runner.context(&cache_key.0).await else {
+            return Err(QueryError::CacheMiss.into());
+        };
+        let mut body = (*body).clone();
+        if let Some(obj) = body.as_object_mut() {
+            obj.insert("force".into(), json!(false));
+        }
+        let ctx = context::parse(&body)?;
+        run(&self.state, &user, ctx, &body).await
+    }
+}
+
+/// Loads the dataset of a request as the query layer needs it.
+pub async fn datasource(
+    state: &AppState,
+    id: i64,
+) -> Result<(Datasource, ConnectionSpec), ApiError> {
+    let Some(rec) = state
+        .store
+        .load(&DATASET, &[id], &["database"])
+        .await?
+        .pop()
+    else {
+        return Err(QueryError::NotFound.into());
+    };
+    let database_id: i64 = rec.get("database_id").unwrap_or_default();
+    let spec = super::database::connection_spec(state, database_id).await?;
+    let (columns, metrics) = super::dataset::children(state, id).await?;
+    let db = rec.one("database");
+    let opt_text = |s: String| Some(s).filter(|s| !s.is_empty());
+    Ok((
+        Datasource {
+            id,
+            database_id,
+            engine: spec.uri.engine,
+            schema: opt_text(rec.text("schema")),
+            table_name: rec.text("table_name"),
+            sql: opt_text(rec.text("sql")),
+            main_dttm_col: opt_text(rec.text("main_dttm_col")),
+            cache_timeout: rec.get("cache_timeout"),
+            database_cache_timeout: db.and_then(|d| d.get("cache_timeout")),
+            columns: columns
+                .iter()
+                .map(|c| DatasetColumn {
+                    name: c.text("column_name"),
+                    expression: opt_text(c.text("expression")),
+                    type_name: c.text("type"),
+                    is_dttm: c.flag("is_dttm"),
+                    verbose_name: opt_text(c.text("verbose_name")),
+                })
+                .collect(),
+            metrics: metrics
+                .iter()
+                .map(|m| DatasetMetric {
+                    name: m.text("metric_name"),
+                    expression: m.text("expression"),
+                    verbose_name: opt_text(m.text("verbose_name")),
+                })
+                .collect(),
+        },
+        spec,
+    ))
+}
+
+fn ms(t: Option<chrono::NaiveDateTime>) -> Json_ {
+    t.map_or(
+        Json_::Null,
+        |t| json!(t.and_utc().timestamp_millis() as f64),
+    )
+}
+
+/// One query's result, before rendering.
+struct Answer {
+    payload: Json_,
+    frame: Option<Frame>,
+    headers: Vec<String>,
+}
+
+/// Runs every query of `ctx` for `user` and renders the response.
+pub async fn run(
+    state: &AppState,
+    user: &CurrentUser,
+    ctx: QueryContext,
+    raw: &Json_,
+) -> Result<ChartData, ApiError> {
+    if ctx.result_format == ResultFormat::Xlsx {
+        return Err(QueryError::Unsupported("result_format xlsx").into());
+    }
+    if ctx.result_format == ResultFormat::Csv && !user.has("can_csv", "Superset") {
+        return Err(crate::auth::Error::Forbidden.into());
+    }
+    if ctx.queries.is_empty() {
+        return Err(ApiError::bad_request("Empty query result"));
+    }
+    let (ds, spec) = datasource(state, ctx.datasource_id).await?;
+    let scope = catalog::dataset_scope(&user.grants());
+    if !state.store.matches(&DATASET, ds.id, &scope).await? {
+        return Err(QueryError::Forbidden(format!("[{}](id:{})", ds.table_name, ds.id)).into());
+    }
+    let slice_timeout = match ctx
+        .form_data
+        .as_ref()
+        .and_then(|f| f.get("slice_id"))
+        .and_then(Json_::as_i64)
+    {
+        Some(slice) => state
+            .store
+            .load(&CHART, &[slice], &[])
+            .await?
+            .pop()
+            .and_then(|c| c.get::<i64>("cache_timeout")),
+        None => None,
+    };
+    let q = &state.config.query;
+    let limits = Limits {
+        row_limit: q.row_limit,
+        samples_row_limit: q.samples_row_limit,
+        sql_max_row: q.sql_max_row,
+    };
+    let (policy, cache_timeout) = CachePolicy::from_chain(
+        &[
+            ctx.custom_cache_timeout,
+            slice_timeout,
+            ds.cache_timeout,
+            ds.database_cache_timeout,
+        ],
+        q.cache_default_timeout_secs,
+    );
+    let now = chrono::Utc::now().naive_utc();
+    let mut answers = Vec::with_capacity(ctx.queries.len());
+    for query in &ctx.queries {
+        let kind = query.result_type.unwrap_or(ctx.result_type);
+        answers.push(
+            answer(
+                state,
+                &ds,
+                &spec,
+                query,
+                kind,
+                &limits,
+                now,
+                (policy, cache_timeout),
+                &ctx,
+                raw,
+            )
+            .await?,
+        );
+    }
+    match ctx.result_format {
+        ResultFormat::Json | ResultFormat::Xlsx => Ok(ChartData::Json(Json(json!({
+            "result": answers.into_iter().map(|a| a.payload).collect::<Vec<_>>()
+        })))),
+        ResultFormat::Csv => {
+            let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S");
+            let csvs: Vec<String> = answers
+                .iter()
+                .map(|a| match &a.frame {
+                    Some(f) => f.csv(&a.headers),
+                    None => String::new(),
+                })
+                .collect();
+            if csvs.len() == 1 {
+                let body = csvs.into_iter().next().unwrap_or_default();
+                return Ok(ChartData::Csv(
+                    Binary(body.into_bytes()),
+                    format!("attachment; filename={stamp}.csv"),
+                ));
+            }
+            let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            let options = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            for (i, csv) in csvs.iter().enumerate() {
+                zip.start_file(format!("query_{}.csv", i + 1), options)
+                    .and_then(|()| {
+                        zip.write_all("\u{feff}".as_bytes())
+                            .and_then(|()| zip.write_all(csv.as_bytes()))
+                            .map_err(Into::into)
+                    })
+                    .map_err(|e| ApiError::internal(&e))?;
+            }
+            let bytes = zip
+                .finish()
+                .map_err(|e| ApiError::internal(&e))?
+                .into_inner();
+            Ok(ChartData::Zip(
+                Binary(bytes),
+                format!("attachment; filename={stamp}.zip"),
+            ))
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn answer(
+    state: &AppState,
+    ds: &Datasource,
+    spec: &ConnectionSpec,
+    query: &QueryObject,
+    kind: ResultType,
+    limits: &Limits,
+    now: chrono::NaiveDateTime,
+    (policy, cache_timeout): (CachePolicy, i64),
+    ctx: &QueryContext,
+    raw: &Json_,
+) -> Result<Answer, ApiError> {
+    match kind {
+        ResultType::Columns => {
+            let data: Vec<Json_> = ds
+                .columns
+                .iter()
+                .map(|c| {
+                    json!({"column_name": c.name, "verbose_name": c.verbose_name, "dtype": c.dtype().code()})
+                })
+                .collect();
+            return Ok(Answer {
+                payload: json!({ "data": data }),
+                frame: None,
+                headers: Vec::new(),
+            });
+        }
+        ResultType::Timegrains => {
+            let data: Vec<Json_> = Dialect::of(ds.engine)
+                .time_grains()
+                .iter()
+                .map(|g| json!({"name": g.name, "function": g.template, "duration": g.duration}))
+                .collect();
+            return Ok(Answer {
+                payload: json!({ "data": data }),
+                frame: None,
+                headers: Vec::new(),
+            });
+        }
+        _ => {}
+    }
+    let plan = sql::build(ds, query, kind, limits, now)?;
+    if kind == ResultType::Query {
+        return Ok(Answer {
+            payload: json!({"language": "sql", "query": plan.sql}),
+            frame: None,
+            headers: Vec::new(),
+        });
+    }
+    let runs_pp = matches!(
+        kind,
+        ResultType::Full | ResultType::Results | ResultType::PostProcessed
+    );
+    if runs_pp && !query.post_processing.is_empty() {
+        return Err(QueryError::PostProcessingUnavailable(
+            query
+                .post_processing
+                .iter()
+                .map(|(op, _)| op.clone())
+                .collect(),
+        )
+        .into());
+    }
+    if runs_pp && !query.time_offsets.is_empty() {
+        return Err(QueryError::Unsupported("time_offsets (time comparison)").into());
+    }
+    let dialect = match ds.engine {
+        crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
+        crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
+    };
+    let denied = state.config.disallowed_functions();
+    if !denied.is_empty() {
+        let called = sqlcheck::functions_called(dialect, &plan.sql).map_err(QueryError::from)?;
+        let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
+        if !bad.is_empty() {
+            return Err(QueryError::DisallowedFunctions(bad).into());
+        }
+    }
+    let max_rows = usize::try_from(plan.row_limit.max(1)).unwrap_or(usize::MAX);
+    let key = runner::cache_key(spec, &plan.sql, max_rows);
+    let outcome = state
+        .runner
+        .run(spec, &key, &plan.sql, max_rows, policy, ctx.force)
+        .await
+        .map_err(QueryError::from)?;
+    state.runner.remember_context(&key, raw.clone()).await;
+    let sql_rowcount = outcome.rows.rows.len();
+    let frame = Frame::new((*outcome.rows).clone(), &plan.temporal);
+
+    // label_map: df columns split on ", " (unescaped), then the query's own columns and metrics,
+    // then the verbose names of saved metrics.
+    let mut label_map = Map::new();
+    for c in &frame.colnames {
+        let parts: Vec<Json_> = split_label(c).into_iter().map(Json_::String).collect();
+        label_map.insert(c.clone(), Json_::Array(parts));
+    }
+    for (label, source) in &plan.column_sources {
+        label_map.insert(label.clone(), json!([source]));
+    }
+    for (label, source) in &plan.metric_sources {
+        label_map.insert(label.clone(), json!([source]));
+    }
+    for (verbose, name) in &plan.metric_verbose {
+        label_map.insert(verbose.clone(), json!([name]));
+    }
+
+    let rowcount = frame.rows.len();
+    let colnames = frame.colnames.clone();
+    let coltypes = frame.coltype_codes();
+    let data = frame.records();
+    let payload = if kind == ResultType::Results {
+        json!({
+            "data": data,
+            "colnames": colnames,
+            "coltypes": coltypes,
+            "rowcount": rowcount,
+            "sql_rowcount": sql_rowcount,
+        })
+    } else {
+        json!({
+            "cache_key": key,
+            "cached_dttm": outcome.cached_at.map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string()),
+            "cache_timeout": cache_timeout,
+            "applied_template_filters": [],
+            "annotation_data": {},
+            "error": null,
+            "is_cached": outcome.cached_at.is_some(),
+            "query": format!("{};\n\n", plan.sql),
+            "status": "success",
+            "stacktrace": null,
+            "rowcount": rowcount,
+            "sql_rowcount": sql_rowcount,
+            "from_dttm": ms(plan.from_dttm),
+            "to_dttm": ms(plan.to_dttm),
+            "label_map": label_map,
+            "colnames": colnames,
+            "indexnames": (0..rowcount).collect::<Vec<_>>(),
+            "coltypes": coltypes,
+            "data": data,
+            "result_format": ctx.result_format.as_str(),
+            "applied_filters": plan.applied_filters.iter().map(|c| json!({"column": c})).collect::<Vec<_>>(),
+            "rejected_filters": plan.rejected_filters.iter().map(|c| json!({"reason": "not_in_datasource", "column": c})).collect::<Vec<_>>(),
+        })
+    };
+    // CSV headers use the dataset's verbose names.
+    let mut verbose: HashMap<String, String> = HashMap::new();
+    for c in &ds.columns {
+        if let Some(v) = &c.verbose_name {
+            verbose.insert(c.name.clone(), v.clone());
+        }
+    }
+    for m in &ds.metrics {
+        if let Some(v) = &m.verbose_name {
+            verbose.insert(m.name.clone(), v.clone());
+        }
+    }
+    let headers = frame::csv_headers(&frame.colnames, &verbose);
+    Ok(Answer {
+        payload,
+        frame: Some(frame),
+        headers,
+    })
+}
+
+/// Splits a flattened column label on `", "` not preceded by a backslash.
+fn split_label(label: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = label.chars().peekable();
+    let mut prev = '\0';
+    while let Some(c) = chars.next() {
+        if c == ',' && prev != '\\' && chars.peek() == Some(&' ') {
+            chars.next();
+            out.push(std::mem::take(&mut cur));
+            prev = ' ';
+            continue;
+        }
+        cur.push(c);
+        prev = c;
+    }
+    out.push(cur);
+    out
+}

@@ -1,0 +1,321 @@
+//! Query results as Superset returns them: `colnames`, `coltypes` (pandas' inferred generic
+//! types), `data` records (datetimes as epoch-ms floats, NaN and infinities as null, decimals
+//! as floats) and CSV (pandas' `to_csv` text: Python float repr, `True`/`False`, empty NULLs,
+//! decimals with their scale, date-only timestamps when every value is at midnight).
+
+use std::collections::{BTreeSet, HashMap};
+
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
+use serde_json::{Map, Number, Value as Json};
+
+use crate::engines::{Cell, GenericType, ResultSet};
+
+/// A result ready for rendering: cells normalised, columns typed.
+#[derive(Clone, Debug, Default)]
+pub struct Frame {
+    /// Column labels.
+    pub colnames: Vec<String>,
+    /// Generic type of each column.
+    pub coltypes: Vec<GenericType>,
+    /// Rows.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+/// Parses the datetime texts SQLite and virtual datasets hand back for temporal columns.
+fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
+    let s = s.trim();
+    for f in [
+        "%Y-%m-%d %H:%M:%S%.f",
+        "%Y-%m-%dT%H:%M:%S%.f",
+        "%Y-%m-%d %H:%M",
+        "%Y-%m-%dT%H:%M",
+    ] {
+        if let Ok(dt) = NaiveDateTime::parse_from_str(s, f) {
+            return Some(dt);
+        }
+    }
+    NaiveDate::parse_from_str(s, "%Y-%m-%d")
+        .ok()
+        .map(|d| d.and_time(NaiveTime::MIN))
+}
+
+impl Frame {
+    /// Types the columns of `rs`: a label in `temporal` (or a temporal dataset column) is
+    /// normalised to timestamps and typed temporal; others are inferred from their values
+    /// (nulls skipped; an all-null column is a string column, as pandas infers it).
+    pub fn new(rs: ResultSet, temporal: &BTreeSet<String>) -> Frame {
+        let colnames: Vec<String> = rs.columns.iter().map(|c| c.name.clone()).collect();
+        let mut rows = rs.rows;
+        let mut coltypes = Vec::with_capacity(colnames.len());
+        for (i, name) in colnames.iter().enumerate() {
+            if temporal.contains(name) {
+                for row in &mut rows {
+                    if let Some(cell) = row.get_mut(i) {
+                        let replaced = match cell {
+                            Cell::Text(t) => parse_datetime(t).map(Cell::Timestamp),
+                            Cell::Date(d) => Some(Cell::Timestamp(d.and_time(NaiveTime::MIN))),
+                            _ => None,
+                        };
+                        if let Some(r) = replaced {
+                            *cell = r;
+                        }
+                    }
+                }
+                coltypes.push(GenericType::Temporal);
+                continue;
+            }
+            coltypes.push(infer(rows.iter().filter_map(|r| r.get(i))));
+        }
+        Frame {
+            colnames,
+            coltypes,
+            rows,
+        }
+    }
+
+    /// Rows as `{label: value}` records.
+    pub fn records(&self) -> Vec<Json> {
+        self.rows
+            .iter()
+            .map(|row| {
+                let mut obj = Map::with_capacity(self.colnames.len());
+                for (name, cell) in self.colnames.iter().zip(row) {
+                    obj.insert(name.clone(), cell_json(cell));
+                }
+                Json::Object(obj)
+            })
+            .collect()
+    }
+
+    /// `coltypes` as integers.
+    pub fn coltype_codes(&self) -> Vec<u8> {
+        self.coltypes.iter().map(|t| t.code()).collect()
+    }
+
+    /// pandas' `to_csv(index=False)` text with `headers` as the header row.
+    pub fn csv(&self, headers: &[String]) -> String {
+        let mut out = String::new();
+        let line = |out: &mut String, fields: &mut dyn Iterator<Item = String>| {
+            let mut first = true;
+            for f in fields {
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                out.push_str(&csv_field(&f));
+            }
+            out.push('\n');
+        };
+        line(&mut out, &mut headers.iter().cloned());
+        // pandas prints a naive datetime column as dates when every value is at midnight,
+        // and with microseconds when any value has them.
+        let styles: Vec<(bool, bool)> = (0..self.colnames.len())
+            .map(|i| {
+                let stamps = self.rows.iter().filter_map(|r| match r.get(i) {
+                    Some(Cell::Timestamp(t)) => Some(t),
+                    _ => None,
+                });
+                let mut all_midnight = true;
+                let mut fraction = false;
+                for t in stamps {
+                    if t.time() != NaiveTime::MIN {
+                        all_midnight = false;
+                    }
+                    if t.nanosecond() != 0 {
+                        fraction = true;
+                    }
+                }
+                (all_midnight, fraction)
+            })
+            .collect();
+        for row in &self.rows {
+            line(
+                &mut out,
+                &mut row
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| csv_cell(c, styles.get(i).copied().unwrap_or_default())),
+            );
+        }
+        out
+    }
+}
+
+/// pandas' `infer_dtype` (nulls skipped) mapped to Superset's generic types.
+fn infer<'a>(cells: impl Iterator<Item = &'a Cell>) -> GenericType {
+    let mut kind: Option<GenericType> = None;
+    for c in cells {
+        let k = match c {
+            Cell::Null => continue,
+            Cell::Float(f) if f.is_nan() => continue,
+            Cell::Bool(_) => GenericType::Boolean,
+            Cell::Int(_) | Cell::Float(_) | Cell::Decimal(_) => GenericType::Numeric,
+            Cell::Timestamp(_) | Cell::TimestampTz(_) | Cell::Date(_) => GenericType::Temporal,
+            Cell::Text(_) | Cell::Time(_) => GenericType::String,
+        };
+        match kind {
+            None => kind = Some(k),
+            Some(prev) if prev != k => return GenericType::String,
+            _ => {}
+        }
+    }
+    kind.unwrap_or(GenericType::String)
+}
+
+fn epoch_ms(t: &NaiveDateTime) -> f64 {
+    t.and_utc().timestamp_millis() as f64
+}
+
+/// One cell as Superset's JSON encoder writes it.
+pub fn cell_json(c: &Cell) -> Json {
+    match c {
+        Cell::Null => Json::Null,
+        Cell::Bool(b) => Json::Bool(*b),
+        Cell::Int(i) => Json::from(*i),
+        Cell::Float(f) => Number::from_f64(*f).map_or(Json::Null, Json::Number),
+        Cell::Decimal(d) => d
+            .parse::<f64>()
+            .ok()
+            .and_then(Number::from_f64)
+            .map_or(Json::Null, Json::Number),
+        Cell::Text(t) => Json::String(t.clone()),
+        Cell::Timestamp(t) | Cell::TimestampTz(t) => {
+            Number::from_f64(epoch_ms(t)).map_or(Json::Null, Json::Number)
+        }
+        Cell::Date(d) => {
+            Number::from_f64(epoch_ms(&d.and_time(NaiveTime::MIN))).map_or(Json::Null, Json::Number)
+        }
+        Cell::Time(t) => Json::String(t.format("%H:%M:%S").to_string()),
+    }
+}
+
+/// Python's `repr(float)`: the shortest round-trip digits, exponent outside [1e-4, 1e16).
+pub fn py_float(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let abs = f.abs();
+    if (1e-4..1e16).contains(&abs) {
+        let s = format!("{f}");
+        if s.contains('.') { s } else { format!("{s}.0") }
+    } else {
+        // Rust's `{:e}` gives the shortest digits too: 1e-5 → "1e-5"; Python writes "1e-05".
+        let s = format!("{f:e}");
+        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
+        let exp: i32 = exp.parse().unwrap_or(0);
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    }
+}
+
+fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
+    match c {
+        Cell::Null => String::new(),
+        Cell::Bool(b) => if *b { "True" } else { "False" }.into(),
+        Cell::Int(i) => i.to_string(),
+        Cell::Float(f) if f.is_nan() => String::new(),
+        Cell::Float(f) => py_float(*f),
+        Cell::Decimal(d) => d.clone(),
+        Cell::Text(t) => t.clone(),
+        Cell::Timestamp(t) => {
+            if all_midnight {
+                t.format("%Y-%m-%d").to_string()
+            } else if fraction {
+                t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
+            } else {
+                t.format("%Y-%m-%d %H:%M:%S").to_string()
+            }
+        }
+        Cell::TimestampTz(t) => {
+            if t.nanosecond() != 0 {
+                t.format("%Y-%m-%d %H:%M:%S%.6f+00:00").to_string()
+            } else {
+                t.format("%Y-%m-%d %H:%M:%S+00:00").to_string()
+            }
+        }
+        Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
+        Cell::Time(t) => t.format("%H:%M:%S").to_string(),
+    }
+}
+
+/// Python's csv module, minimal quoting.
+fn csv_field(f: &str) -> String {
+    if f.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", f.replace('"', "\"\""))
+    } else {
+        f.to_owned()
+    }
+}
+
+/// Headers for CSV: verbose names where the dataset has them.
+pub fn csv_headers(colnames: &[String], verbose: &HashMap<String, String>) -> Vec<String> {
+    colnames
+        .iter()
+        .map(|c| verbose.get(c).cloned().unwrap_or_else(|| c.clone()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::ResultColumn;
+
+    #[test]
+    fn floats_print_like_python() {
+        assert_eq!(py_float(1.0), "1.0");
+        assert_eq!(py_float(0.06519677093844654), "0.06519677093844654");
+        assert_eq!(py_float(1e-5), "1e-05");
+        assert_eq!(py_float(1.5e16), "1.5e+16");
+        assert_eq!(py_float(123456.5), "123456.5");
+        assert_eq!(py_float(-0.25), "-0.25");
+    }
+
+    #[test]
+    fn types_and_records() {
+        let ts = NaiveDate::from_ymd_opt(2024, 1, 1)
+            .and_then(|d| d.and_hms_opt(0, 0, 0))
+            .expect("date");
+        let rs = ResultSet {
+            columns: ["a", "b", "c", "d", "e"]
+                .iter()
+                .map(|n| ResultColumn {
+                    name: (*n).into(),
+                    type_name: String::new(),
+                })
+                .collect(),
+            rows: vec![
+                vec![
+                    Cell::Int(1),
+                    Cell::Null,
+                    Cell::Text("2024-01-01 00:00:00".into()),
+                    Cell::Decimal("43320.70".into()),
+                    Cell::Bool(true),
+                ],
+                vec![
+                    Cell::Float(f64::NAN),
+                    Cell::Null,
+                    Cell::Timestamp(ts),
+                    Cell::Null,
+                    Cell::Null,
+                ],
+            ],
+        };
+        let temporal = BTreeSet::from(["c".to_owned()]);
+        let f = Frame::new(rs, &temporal);
+        assert_eq!(f.coltype_codes(), vec![0, 1, 2, 0, 3]);
+        assert_eq!(
+            serde_json::to_string(&f.records()).expect("json"),
+            r#"[{"a":1,"b":null,"c":1704067200000.0,"d":43320.7,"e":true},{"a":null,"b":null,"c":1704067200000.0,"d":null,"e":null}]"#
+        );
+        assert_eq!(
+            f.csv(&f.colnames),
+            "a,b,c,d,e\n1,,2024-01-01,43320.70,True\n,,2024-01-01,,\n"
+        );
+    }
+}

@@ -1,0 +1,728 @@
+//! SQL generation for one query object (Superset's `get_sqla_query`), through the engine's
+//! [`Dialect`] only: identifiers are always quoted, literals always escaped, a virtual dataset
+//! is a `(<sql>) AS virtual_table` subquery, and every user fragment (SQL metrics, adhoc and
+//! calculated columns, `extras.where/having`) is checked by [`super::sqlcheck`] to be exactly
+//! one expression before it is pasted in.
+
+use std::collections::BTreeSet;
+
+use chrono::NaiveDateTime;
+use serde_json::Value as Json;
+
+use super::context::{ColumnRef, MetricRef, OrderTarget, QueryObject, ResultType};
+use super::sqlcheck::{self, FragmentKind, SqlDialect};
+use super::timerange::{self, Relative};
+use super::{Datasource, QueryError};
+use crate::engines::{Dialect, GenericType};
+use crate::uri::Engine;
+
+/// The label of the legacy time column.
+pub const DTTM_ALIAS: &str = "__timestamp";
+
+/// Row limits (Superset's `ROW_LIMIT`, `SAMPLES_ROW_LIMIT`, `SQL_MAX_ROW`).
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Default chart row limit.
+    pub row_limit: u64,
+    /// Default and cap of samples.
+    pub samples_row_limit: u64,
+    /// Cap of every query.
+    pub sql_max_row: u64,
+}
+
+/// A generated statement and what the response reports about it.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    /// The SELECT.
+    pub sql: String,
+    /// Lower time bound.
+    pub from_dttm: Option<NaiveDateTime>,
+    /// Upper time bound (exclusive).
+    pub to_dttm: Option<NaiveDateTime>,
+    /// Labels of the filters applied.
+    pub applied_filters: Vec<String>,
+    /// Columns of filters dropped because the dataset lacks them.
+    pub rejected_filters: Vec<String>,
+    /// `(label, source)` of every query column (`source` = name or SQL expression).
+    pub column_sources: Vec<(String, String)>,
+    /// Output labels to normalise to timestamps (temporal dataset columns, the time axis).
+    pub temporal: BTreeSet<String>,
+    /// `(label, source)` of every metric (`source` = SQL of an SQL metric, else the label).
+    pub metric_sources: Vec<(String, String)>,
+    /// `(verbose name, metric name)` of the saved metrics used.
+    pub metric_verbose: Vec<(String, String)>,
+    /// Rows the statement may return.
+    pub row_limit: u64,
+}
+
+fn sql_dialect(engine: Engine) -> SqlDialect {
+    match engine {
+        Engine::Postgres => SqlDialect::Postgres,
+        Engine::Sqlite => SqlDialect::Sqlite,
+    }
+}
+
+struct Builder<'a> {
+    ds: &'a Datasource,
+    d: Dialect,
+    now: NaiveDateTime,
+}
+
+/// A resolved dimension.
+struct Dim {
+    expr: String,
+    label: String,
+}
+
+impl Builder<'_> {
+    fn fragment(&self, sql: &str, kind: FragmentKind) -> Result<String, QueryError> {
+        sqlcheck::check_fragment(sql_dialect(self.d.engine()), sql, kind)?;
+        // The closing parenthesis goes on its own line so a trailing `--` comment cannot
+        // swallow it.
+        Ok(sqlcheck::wrap_fragment(sql.trim()))
+    }
+
+    /// A dataset column's SQL: its quoted name, or its checked expression.
+    fn column_expr(&self, name: &str) -> Result<Option<String>, QueryError> {
+        let Some(c) = self.ds.column(name) else {
+            return Ok(None);
+        };
+        match c
+            .expression
+            .as_deref()
+            .map(str::trim)
+            .filter(|e| !e.is_empty())
+        {
+            Some(e) => self.fragment(e, FragmentKind::Expression).map(Some),
+            None => Ok(Some(self.d.quote(&c.name))),
+        }
+    }
+
+    fn from(&self) -> String {
+        match self
+            .ds
+            .sql
+            .as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+        {
+            Some(sql) => {
+                let sql = sql.trim_end_matches(|c: char| c == ';' || c.is_whitespace());
+                format!("({sql}) AS virtual_table")
+            }
+            None => match self.ds.schema.as_deref().filter(|s| !s.is_empty()) {
+                Some(schema) => format!(
+                    "{}.{}",
+                    self.d.quote(schema),
+                    self.d.quote(&self.ds.table_name)
+                ),
+                None => self.d.quote(&self.ds.table_name),
+            },
+        }
+    }
+
+    fn truncate(&self, grain: &str, expr: &str) -> Result<String, QueryError> {
+        self.d
+            .truncate(grain, expr)
+            .ok_or_else(|| QueryError::UnsupportedGrain {
+                grain: grain.to_owned(),
+                backend: self.d.backend(),
+            })
+    }
+
+    fn metric_expr(&self, m: &MetricRef) -> Result<String, QueryError> {
+        match m {
+            MetricRef::Saved(name) => match self.ds.metric(name) {
+                Some(saved) => self.fragment(&saved.expression, FragmentKind::Expression),
+                None => Err(QueryError::Invalid(format!(
+                    "Metric '{name}' does not exist"
+                ))),
+            },
+            MetricRef::Simple {
+                aggregate, column, ..
+            } => {
+                let col = self.column_expr(column)?.ok_or_else(|| {
+                    QueryError::Invalid(format!("Columns missing in dataset: ['{column}']"))
+                })?;
+                Ok(match aggregate.as_str() {
+                    "COUNT_DISTINCT" => format!("COUNT(DISTINCT {col})"),
+                    agg => format!("{agg}({col})"),
+                })
+            }
+            MetricRef::Sql { sql, .. } => self.fragment(sql, FragmentKind::Expression),
+        }
+    }
+
+    fn relative(&self, s: Option<&str>) -> Relative {
+        match s {
+            Some("now") => Relative::Now,
+            _ => Relative::Today,
+        }
+    }
+
+    fn time_bounds(
+        &self,
+        range: &str,
+        q: &QueryObject,
+    ) -> Result<(Option<NaiveDateTime>, Option<NaiveDateTime>), QueryError> {
+        let r = timerange::get_since_until(
+            Some(range),
+            q.time_shift.as_deref(),
+            self.relative(q.extras.relative_start.as_deref()),
+            self.relative(q.extras.relative_end.as_deref()),
+            self.now,
+        )
+        .map_err(|e| QueryError::Schema(format!("{{'time_range': ['{e}']}}")))?;
+        Ok((r.since, r.until))
+    }
+
+    fn time_filter(
+        &self,
+        expr: &str,
+        type_name: &str,
+        since: Option<NaiveDateTime>,
+        until: Option<NaiveDateTime>,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(s) = since {
+            out.push(format!("{expr} >= {}", self.d.datetime(s, type_name)));
+        }
+        if let Some(u) = until {
+            out.push(format!("{expr} < {}", self.d.datetime(u, type_name)));
+        }
+        out
+    }
+
+    /// A filter value as a SQL literal, coerced to the column's generic type.
+    fn literal(&self, v: &Json, generic: GenericType) -> Result<String, QueryError> {
+        Ok(match v {
+            Json::Null => "NULL".into(),
+            Json::Bool(b) => if *b { "TRUE" } else { "FALSE" }.into(),
+            Json::Number(n) => {
+                let f = n
+                    .as_f64()
+                    .filter(|f| f.is_finite())
+                    .ok_or_else(|| QueryError::Invalid(format!("Invalid filter value: {n}")))?;
+                if generic == GenericType::Temporal {
+                    self.d.from_epoch_ms(f)
+                } else {
+                    n.to_string()
+                }
+            }
+            Json::String(s) if s == "<NULL>" => "NULL".into(),
+            Json::String(s) if s == "<empty string>" => "''".into(),
+            Json::String(s) => {
+                if generic == GenericType::Numeric
+                    && let Ok(f) = s.trim().parse::<f64>()
+                    && f.is_finite()
+                {
+                    s.trim().to_owned()
+                } else {
+                    self.d.string(s)
+                }
+            }
+            other => {
+                return Err(QueryError::Invalid(format!(
+                    "Invalid filter value: {other}"
+                )));
+            }
+        })
+    }
+}
+
+/// The effective row limit of a query object.
+pub fn row_limit(q: &QueryObject, kind: ResultType, limits: &Limits) -> u64 {
+    let samples = matches!(kind, ResultType::Samples | ResultType::DrillDetail);
+    let default = if samples {
+        limits.samples_row_limit
+    } else {
+        limits.row_limit
+    };
+    let mut limit = q.row_limit.unwrap_or(default);
+    if samples {
+        limit = limit.min(limits.samples_row_limit);
+    }
+    limit.min(limits.sql_max_row)
+}
+
+/// Builds the statement of `q` against `ds` for result type `kind`.
+pub fn build(
+    ds: &Datasource,
+    q: &QueryObject,
+    kind: ResultType,
+    limits: &Limits,
+    now: NaiveDateTime,
+) -> Result<Plan, QueryError> {
+    let b = Builder {
+        ds,
+        d: Dialect::of(ds.engine),
+        now,
+    };
+    let mut q = q.clone();
+    if matches!(kind, ResultType::Samples | ResultType::DrillDetail) {
+        q.columns = ds
+            .columns
+            .iter()
+            .map(|c| ColumnRef::Name(c.name.clone()))
+            .collect();
+        q.metrics = None;
+        q.post_processing.clear();
+        q.series_limit = 0;
+        q.is_timeseries = Some(false);
+        q.orderby = match (kind, ds.columns.first()) {
+            (ResultType::DrillDetail, Some(first)) => {
+                vec![(OrderTarget::Name(first.name.clone()), true)]
+            }
+            _ => Vec::new(),
+        };
+        if kind == ResultType::Samples {
+            q.time_range = None;
+            q.granularity = None;
+            q.row_offset = 0;
+        }
+    }
+    let mut plan = Plan {
+        row_limit: row_limit(&q, kind, limits),
+        ..Plan::default()
+    };
+
+    let is_timeseries = q.is_timeseries.unwrap_or_else(|| {
+        q.columns
+            .iter()
+            .any(|c| matches!(c, ColumnRef::Name(n) if n == DTTM_ALIAS))
+    });
+    if is_timeseries && q.granularity.is_none() {
+        return Err(QueryError::Invalid(
+            "Datetime column not provided as part table configuration and is required by this \
+             type of chart"
+                .into(),
+        ));
+    }
+
+    // Dimensions.
+    let mut dims: Vec<Dim> = Vec::new();
+    let mut missing = Vec::new();
+    let mut where_parts: Vec<String> = Vec::new();
+    let mut granularity_col: Option<(String, String)> = None;
+    if let Some(g) = &q.granularity {
+        let expr = b
+            .column_expr(g)?
+            .ok_or_else(|| QueryError::Invalid(format!("Columns missing in dataset: ['{g}']")))?;
+        let type_name = ds
+            .column(g)
+            .map(|c| c.type_name.clone())
+            .unwrap_or_default();
+        if is_timeseries {
+            let axis = match &q.extras.time_grain_sqla {
+                Some(grain) => b.truncate(grain, &expr)?,
+                None => expr.clone(),
+            };
+            dims.push(Dim {
+                expr: axis,
+                label: DTTM_ALIAS.into(),
+            });
+            plan.temporal.insert(DTTM_ALIAS.into());
+        }
+        granularity_col = Some((expr, type_name));
+    }
+    for c in &q.columns {
+        match c {
+            ColumnRef::Name(n) if n == DTTM_ALIAS && is_timeseries => {}
+            ColumnRef::Name(n) => match b.column_expr(n)? {
+                Some(expr) => {
+                    if ds.column(n).is_some_and(|c| c.is_dttm) {
+                        plan.temporal.insert(n.clone());
+                    }
+                    plan.column_sources.push((n.clone(), n.clone()));
+                    dims.push(Dim {
+                        expr,
+                        label: n.clone(),
+                    });
+                }
+                None => missing.push(n.clone()),
+            },
+            ColumnRef::Adhoc {
+                label,
+                sql,
+                base_axis,
+                time_grain,
+            } => {
+                let known = ds.column(sql.trim());
+                let mut expr = match known {
+                    Some(k) => b.column_expr(&k.name)?.unwrap_or_default(),
+                    None => b.fragment(sql, FragmentKind::Expression)?,
+                };
+                if let Some(grain) = time_grain
+                    && *base_axis
+                    && known.is_none_or(|k| k.is_dttm)
+                {
+                    expr = b.truncate(grain, &expr)?;
+                    plan.temporal.insert(label.clone());
+                }
+                if known.is_some_and(|k| k.is_dttm) {
+                    plan.temporal.insert(label.clone());
+                }
+                plan.column_sources.push((label.clone(), sql.clone()));
+                dims.push(Dim {
+                    expr,
+                    label: label.clone(),
+                });
+            }
+        }
+    }
+    if !missing.is_empty() {
+        let quoted: Vec<String> = missing.iter().map(|m| format!("'{m}'")).collect();
+        return Err(QueryError::Invalid(format!(
+            "Columns missing in dataset: [{}]",
+            quoted.join(", ")
+        )));
+    }
+
+    // Metrics.
+    let mut metrics: Vec<(String, String)> = Vec::new();
+    for m in q.metrics.iter().flatten() {
+        let expr = b.metric_expr(m)?;
+        if let MetricRef::Saved(name) = m
+            && let Some(v) = ds
+                .metric(name)
+                .and_then(|s| s.verbose_name.clone())
+                .filter(|v| !v.is_empty())
+        {
+            plan.metric_verbose.push((v, name.clone()));
+        }
+        let source = match m {
+            MetricRef::Sql { sql, .. } => sql.clone(),
+            other => other.label().to_owned(),
+        };
+        plan.metric_sources.push((m.label().to_owned(), source));
+        metrics.push((expr, m.label().to_owned()));
+    }
+    if dims.is_empty() && metrics.is_empty() {
+        return Err(QueryError::Invalid("Empty query?".into()));
+    }
+    let mut seen = BTreeSet::new();
+    let mut dups = Vec::new();
+    for label in dims
+        .iter()
+        .map(|d| &d.label)
+        .chain(metrics.iter().map(|m| &m.1))
+    {
+        if !seen.insert(label.clone()) && !dups.contains(label) {
+            dups.push(label.clone());
+        }
+    }
+    if !dups.is_empty() {
+        let quoted: Vec<String> = dups.iter().map(|d| format!("\"{d}\"")).collect();
+        return Err(QueryError::Plain(format!(
+            "Duplicate column/metric labels: {}. Please make sure all columns and metrics have \
+             a unique label.",
+            quoted.join(", ")
+        )));
+    }
+
+    // Time range from `time_range` (granularity or overriding TEMPORAL_RANGE filters).
+    let overriding = q.time_range.clone();
+    if let (Some(range), Some((expr, type_name))) = (&overriding, &granularity_col) {
+        let (since, until) = b.time_bounds(range, &q)?;
+        plan.from_dttm = since;
+        plan.to_dttm = until;
+        where_parts.extend(b.time_filter(expr, type_name, since, until));
+    }
+
+    // Filters.
+    let axis_label = q.columns.iter().find_map(|c| match c {
+        ColumnRef::Adhoc {
+            label,
+            base_axis: true,
+            ..
+        } => Some(label.clone()),
+        _ => None,
+    });
+    let mut bounds_from_filter: Option<(bool, Option<NaiveDateTime>, Option<NaiveDateTime>)> = None;
+    for f in &q.filters {
+        let (expr, generic, type_name, label) = match &f.col {
+            ColumnRef::Name(n) => match ds.column(n) {
+                Some(c) => (
+                    b.column_expr(n)?.unwrap_or_default(),
+                    c.generic(),
+                    c.type_name.clone(),
+                    n.clone(),
+                ),
+                None => {
+                    plan.rejected_filters.push(n.clone());
+                    continue;
+                }
+            },
+            ColumnRef::Adhoc { label, sql, .. } => match ds.column(sql.trim()) {
+                Some(c) => (
+                    b.column_expr(&c.name)?.unwrap_or_default(),
+                    c.generic(),
+                    c.type_name.clone(),
+                    label.clone(),
+                ),
+                None => (
+                    b.fragment(sql, FragmentKind::Expression)?,
+                    GenericType::String,
+                    String::new(),
+                    label.clone(),
+                ),
+            },
+        };
+        let val = &f.val;
+        let cond = match f.op.as_str() {
+            "TEMPORAL_RANGE" => {
+                let range = match (&overriding, val) {
+                    (Some(r), _) => r.clone(),
+                    (None, Json::String(s)) => s.clone(),
+                    (None, Json::Null) => "No filter".into(),
+                    (None, other) => {
+                        return Err(QueryError::Invalid(format!("Invalid time range: {other}")));
+                    }
+                };
+                let (since, until) = b.time_bounds(&range, &q)?;
+                let is_axis = axis_label.as_deref() == Some(label.as_str());
+                let better = match &bounds_from_filter {
+                    None => true,
+                    Some((was_axis, _, _)) => is_axis && !was_axis,
+                };
+                if better {
+                    bounds_from_filter = Some((is_axis, since, until));
+                }
+                let type_name = if type_name.is_empty() {
+                    "TIMESTAMP"
+                } else {
+                    &type_name
+                };
+                let parts = b.time_filter(&expr, type_name, since, until);
+                plan.applied_filters.push(label.clone());
+                if parts.is_empty() {
+                    continue;
+                }
+                parts.join(" AND ")
+            }
+            "IS NULL" => format!("{expr} IS NULL"),
+            "IS NOT NULL" => format!("{expr} IS NOT NULL"),
+            "IS TRUE" => format!("{expr} IS TRUE"),
+            "IS FALSE" => format!("{expr} IS FALSE"),
+            "IN" | "NOT IN" => {
+                let values: Vec<&Json> = match val {
+                    Json::Array(a) => a.iter().collect(),
+                    Json::Null => Vec::new(),
+                    v => vec![v],
+                };
+                if values.is_empty() {
+                    return Err(QueryError::Invalid(
+                        "Must specify a value for filters with comparison operators".into(),
+                    ));
+                }
+                let has_null = values
+                    .iter()
+                    .any(|v| v.is_null() || v.as_str() == Some("<NULL>"));
+                let lits = values
+                    .iter()
+                    .filter(|v| !(v.is_null() || v.as_str() == Some("<NULL>")))
+                    .map(|v| b.literal(v, generic))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let mut cond = if lits.is_empty() {
+                    "1 = 0".to_owned()
+                } else {
+                    format!("{expr} IN ({})", lits.join(", "))
+                };
+                if has_null {
+                    cond = format!("{cond} OR {expr} IS NULL");
+                }
+                if f.op == "NOT IN" {
+                    format!("NOT ({cond})")
+                } else {
+                    format!("({cond})")
+                }
+            }
+            "LIKE" | "NOT LIKE" | "ILIKE" => {
+                let pattern = match val {
+                    Json::String(s) => b.d.string(s),
+                    Json::Null => {
+                        return Err(QueryError::Invalid(
+                            "Must specify a value for filters with comparison operators".into(),
+                        ));
+                    }
+                    other => b.d.string(&other.to_string()),
+                };
+                let subject = if generic == GenericType::String {
+                    expr.clone()
+                } else {
+                    b.d.cast_text(&expr)
+                };
+                match (f.op.as_str(), b.d.engine()) {
+                    ("ILIKE", Engine::Sqlite) => {
+                        // SQLite's LIKE is already case-insensitive for ASCII.
+                        format!("{subject} LIKE {pattern}")
+                    }
+                    (op, _) => format!("{subject} {op} {pattern}"),
+                }
+            }
+            op => {
+                let sql_op = if op == "==" { "=" } else { op };
+                if val.is_null() {
+                    match op {
+                        "==" => format!("{expr} IS NULL"),
+                        "!=" => format!("{expr} IS NOT NULL"),
+                        _ => {
+                            return Err(QueryError::Invalid(
+                                "Must specify a value for filters with comparison operators".into(),
+                            ));
+                        }
+                    }
+                } else {
+                    format!("{expr} {sql_op} {}", b.literal(val, generic)?)
+                }
+            }
+        };
+        if f.op != "TEMPORAL_RANGE" {
+            plan.applied_filters.push(label);
+        }
+        where_parts.push(cond);
+    }
+    if overriding.is_none()
+        && let Some((_, since, until)) = bounds_from_filter
+    {
+        plan.from_dttm = since;
+        plan.to_dttm = until;
+    }
+    if !q.extras.where_.trim().is_empty() {
+        where_parts.push(b.fragment(&q.extras.where_, FragmentKind::Where)?);
+    }
+
+    let grouped = q.metrics.is_some();
+    let mut having = None;
+    if grouped && !q.extras.having.trim().is_empty() {
+        having = Some(b.fragment(&q.extras.having, FragmentKind::Having)?);
+    }
+
+    // ORDER BY.
+    let metric_by_label = |label: &str| metrics.iter().find(|(_, l)| l == label);
+    let mut order_parts = Vec::new();
+    for (target, asc) in &q.orderby {
+        let expr = match target {
+            OrderTarget::Name(n) => {
+                if ds.column(n).is_some() {
+                    b.column_expr(n)?.unwrap_or_default()
+                } else if metric_by_label(n).is_some() {
+                    b.d.quote(n)
+                } else if ds.metric(n).is_some() {
+                    b.metric_expr(&MetricRef::Saved(n.clone()))?
+                } else {
+                    return Err(QueryError::Invalid(format!(
+                        "Unknown column used in orderby: {n}"
+                    )));
+                }
+            }
+            OrderTarget::Metric(m) => match metric_by_label(m.label()) {
+                Some(_) => b.d.quote(m.label()),
+                None => b.metric_expr(m)?,
+            },
+        };
+        order_parts.push(format!("{expr} {}", if *asc { "ASC" } else { "DESC" }));
+    }
+
+    // Series limit: keep the top `series_limit` series by a metric.
+    let from = b.from();
+    let mut select: Vec<String> = Vec::new();
+    let mut group_by: Vec<String> = Vec::new();
+    let mut join = String::new();
+    let series_names: Vec<String> = match &q.series_columns {
+        Some(s) => s.clone(),
+        None if is_timeseries && !metrics.is_empty() => q
+            .columns
+            .iter()
+            .map(|c| c.label().to_owned())
+            .filter(|l| l != DTTM_ALIAS)
+            .collect(),
+        None => Vec::new(),
+    };
+    let series: Vec<&Dim> = dims
+        .iter()
+        .filter(|d| d.label != DTTM_ALIAS && series_names.contains(&d.label))
+        .collect();
+    let limit_series = q.series_limit > 0 && grouped && !metrics.is_empty() && !series.is_empty();
+    if limit_series {
+        let limit_metric = match &q.series_limit_metric {
+            Some(m) => b.metric_expr(m)?,
+            None => metrics[0].0.clone(),
+        };
+        let inner_select: Vec<String> = series
+            .iter()
+            .map(|d| format!("{} AS {}", d.expr, b.d.quote(&format!("{}__", d.label))))
+            .chain(std::iter::once(format!("{limit_metric} AS mme_inner__")))
+            .collect();
+        let mut inner = format!("SELECT {} \nFROM {from}", inner_select.join(", "));
+        if !where_parts.is_empty() {
+            inner.push_str(&format!(" \nWHERE {}", where_parts.join(" AND ")));
+        }
+        inner.push_str(&format!(
+            " GROUP BY {} ORDER BY {limit_metric} {} \n LIMIT {}",
+            series
+                .iter()
+                .map(|d| d.expr.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            if q.order_desc { "DESC" } else { "ASC" },
+            q.series_limit
+        ));
+        let on: Vec<String> = series
+            .iter()
+            .map(|d| {
+                format!(
+                    "{} = series_limit.{}",
+                    d.expr,
+                    b.d.quote(&format!("{}__", d.label))
+                )
+            })
+            .collect();
+        let kind = if q.group_others {
+            "LEFT OUTER JOIN"
+        } else {
+            "JOIN"
+        };
+        join = format!(" {kind} ({inner}) AS series_limit ON {}", on.join(" AND "));
+    }
+    for d in &dims {
+        let is_series = limit_series && q.group_others && series.iter().any(|s| s.label == d.label);
+        let expr = if is_series {
+            format!(
+                "CASE WHEN (series_limit.{} IS NOT NULL) THEN {} ELSE 'Others' END",
+                b.d.quote(&format!("{}__", d.label)),
+                d.expr
+            )
+        } else {
+            d.expr.clone()
+        };
+        select.push(format!("{expr} AS {}", b.d.quote(&d.label)));
+        group_by.push(expr);
+    }
+    for (expr, label) in &metrics {
+        select.push(format!("{expr} AS {}", b.d.quote(label)));
+    }
+
+    let mut sql = format!("SELECT {} \nFROM {from}{join}", select.join(", "));
+    if !where_parts.is_empty() {
+        sql.push_str(&format!(" \nWHERE {}", where_parts.join(" AND ")));
+    }
+    if grouped && !group_by.is_empty() {
+        sql.push_str(&format!(" GROUP BY {}", group_by.join(", ")));
+    }
+    if let Some(h) = having {
+        sql.push_str(&format!(" \nHAVING {h}"));
+    }
+    if !order_parts.is_empty() {
+        sql.push_str(&format!(" ORDER BY {}", order_parts.join(", ")));
+    }
+    sql.push_str(&format!(" \n LIMIT {}", plan.row_limit));
+    if q.is_rowcount {
+        sql = format!("SELECT COUNT(*) AS rowcount \nFROM ({sql}) AS rowcount_qry");
+        plan.temporal.clear();
+    } else if q.row_offset > 0 {
+        sql.push_str(&format!(" OFFSET {}", q.row_offset));
+    }
+    plan.sql = sql;
+    Ok(plan)
+}

@@ -1,0 +1,2474 @@
+//! SQL-text checks done with a real SQL parser (the `sqlparser` crate).
+//!
+//! Superset runs user-supplied SQL through its SQL parser before anything reaches a database:
+//!
+//! * **Chart queries** embed user *fragments* (SQL metrics, `extras.where`, `extras.having`,
+//!   calculated columns, adhoc column `sqlExpression`s, adhoc filter subjects) into SQL it
+//!   generates. [`check_fragment`] makes sure a fragment is exactly one expression, so it can
+//!   neither end the surrounding clause early nor smuggle in a second statement, and refuses
+//!   sub-queries (Superset's default `ALLOW_ADHOC_SUBQUERY = False`). Embed an accepted
+//!   fragment with [`wrap_fragment`].
+//! * **SQL Lab** runs scripts: [`split_statements`], [`is_mutating`] (the `allow_dml` check),
+//!   [`apply_limit`] (the row-limit dropdown and `limitingFactor`), [`functions_called`] (the
+//!   per-engine function deny-list), [`tables_referenced`] (access checks) and [`format_sql`]
+//!   (`/api/v1/sqllab/format_sql/`).
+//!
+//! Errors are [`SqlError`]s carrying what a SIP-40 error payload needs.
+//!
+//! Robustness: every public function returns an error rather than panicking or overflowing
+//! the stack on any input. Parenthesised nesting is bounded by the parser's recursion limit
+//! ([`RECURSION_LIMIT`]); long operator chains such as `1+1+1…`, which the parser builds
+//! iteratively into equally deep trees, are bounded by a token scan before parsing
+//! ([`MAX_CHAIN`], [`MAX_SET_OPERATIONS`]) because dropping such a tree recurses once per level.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::ops::ControlFlow;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use sqlparser::ast::{
+    Expr, Fetch, LimitClause, ObjectName, ObjectType, Query, Select, Statement, TableFactor, Value,
+    Visit, Visitor,
+};
+use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerError};
+
+/// Maximum nesting the parser accepts (each parenthesis, function call, sub-query, nested
+/// type or statement costs one or more levels). sqlparser's default, 50, is reachable by
+/// generated SQL with a dozen nested sub-queries; 128 allows ~40. The parser itself is
+/// stack-safe (the `recursive-protection` feature grows the stack on demand), but printing a
+/// nested type such as `ARRAY<ARRAY<…>>` is not and costs ~3 KiB of stack per level in a debug
+/// build, so the limit stays well below what a 2 MiB thread stack can print.
+pub const RECURSION_LIMIT: usize = 128;
+
+/// Upper bound on the "operator chain" estimate of one statement (a token scan before
+/// parsing: symbols and keywords counted per bracket level, reset by commas). sqlparser builds `a + b + c + …`, `x::t::t…`, `a AND b AND …` iteratively into a tree one
+/// level deeper per operator, bypassing its recursion limit; dropping that tree recurses per
+/// level (the compiler's drop glue is not stack-protected), and a 16 000-level chain is about
+/// what a 2 MiB thread stack survives in a debug build. 5 000 counted tokens keep such trees a
+/// few thousand levels deep while leaving room for big generated `WHERE … AND …` (≈2 counted
+/// tokens per condition) or `CASE` (≈3 per branch) chains.
+pub const MAX_CHAIN: usize = 5_000;
+
+/// Weight of a `[` in the chain estimate. Array type suffixes (`x::int[][]…`) are parsed in a
+/// loop without the recursion limit, and printing a nested array type costs ~3 KiB of stack
+/// per level in a debug build (`Display` of types is not stack-protected), so brackets are
+/// limited to `MAX_CHAIN / BRACKET_WEIGHT` = 125 deep along a chain.
+const BRACKET_WEIGHT: usize = 40;
+
+/// Upper bound on `UNION`/`EXCEPT`/`INTERSECT` in one statement: set operations chain
+/// left-deep like operators, but their operands (select lists) contain commas, which the chain
+/// estimate treats as sibling separators, so they are counted separately.
+pub const MAX_SET_OPERATIONS: usize = 2_000;
+
+/// The SQL engine whose grammar the checks use.
+///
+/// Kept local to this module (rather than reusing the crate's engine type) so the module has
+/// no crate dependencies; map the connection's engine onto it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SqlDialect {
+    /// PostgreSQL (sqlparser's `PostgreSqlDialect`).
+    Postgres,
+    /// SQLite (sqlparser's `SQLiteDialect`).
+    Sqlite,
+}
+
+static POSTGRES: PostgreSqlDialect = PostgreSqlDialect {};
+static SQLITE: SQLiteDialect = SQLiteDialect {};
+
+impl SqlDialect {
+    /// Superset's engine name for the dialect (`"postgresql"` / `"sqlite"`), as reported in
+    /// the `engine` field of an `INVALID_SQL_ERROR`'s `extra`.
+    pub fn engine(self) -> &'static str {
+        match self {
+            SqlDialect::Postgres => "postgresql",
+            SqlDialect::Sqlite => "sqlite",
+        }
+    }
+
+    fn parser_dialect(self) -> &'static dyn Dialect {
+        match self {
+            SqlDialect::Postgres => &POSTGRES,
+            SqlDialect::Sqlite => &SQLITE,
+        }
+    }
+}
+
+/// Where a user fragment is going to be embedded; decides how parse errors are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FragmentKind {
+    /// A select-list item: SQL metric, calculated column, adhoc column, adhoc filter subject.
+    /// Parse errors are reported against `"SELECT " + fragment`, as Superset does.
+    Expression,
+    /// `extras.where` or a custom-SQL `WHERE` filter (a boolean expression).
+    Where,
+    /// `extras.having` or a custom-SQL `HAVING` filter (a boolean expression).
+    Having,
+}
+
+impl FragmentKind {
+    /// Text parsed in front of the fragment. Superset parses metrics as `SELECT <metric>` and
+    /// clauses on their own, and reports error positions against that text; we do the same so
+    /// line/column match what a Superset client expects.
+    fn prefix(self) -> &'static str {
+        match self {
+            FragmentKind::Expression => "SELECT ",
+            FragmentKind::Where | FragmentKind::Having => "",
+        }
+    }
+}
+
+/// The SIP-40 error type of a [`SqlError`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SqlErrorKind {
+    /// The text does not parse (or is not a single expression / is too complex to analyse):
+    /// `INVALID_SQL_ERROR`.
+    InvalidSql,
+    /// A fragment contains a sub-query: `ADHOC_SUBQUERY_NOT_ALLOWED_ERROR`.
+    AdhocSubqueryNotAllowed,
+}
+
+impl SqlErrorKind {
+    /// Superset's `SupersetErrorType` name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SqlErrorKind::InvalidSql => "INVALID_SQL_ERROR",
+            SqlErrorKind::AdhocSubqueryNotAllowed => "ADHOC_SUBQUERY_NOT_ALLOWED_ERROR",
+        }
+    }
+
+    /// HTTP status Superset answers with: 422 for `SupersetParseError`, 400 for the
+    /// sub-query refusal (raised as a query-object validation error).
+    pub fn http_status(self) -> u16 {
+        match self {
+            SqlErrorKind::InvalidSql => 422,
+            SqlErrorKind::AdhocSubqueryNotAllowed => 400,
+        }
+    }
+}
+
+impl fmt::Display for SqlErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why SQL was refused, with what a Superset SIP-40 error needs: the error type, a message
+/// shaped like Superset's (`Error parsing near 'revenue' at line 1:18`), the position, and the
+/// SQL text the position refers to (`extra.sql`, `extra.line`, `extra.column`,
+/// `extra.engine`).
+///
+/// The data is boxed so `Result<_, SqlError>` stays one pointer wide on the success path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .data.message)]
+pub struct SqlError {
+    data: Box<ErrorData>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct ErrorData {
+    kind: SqlErrorKind,
+    message: String,
+    detail: Option<String>,
+    highlight: Option<String>,
+    line: Option<u64>,
+    column: Option<u64>,
+    sql: String,
+    engine: &'static str,
+}
+
+impl From<ErrorData> for SqlError {
+    fn from(data: ErrorData) -> Self {
+        SqlError {
+            data: Box::new(data),
+        }
+    }
+}
+
+impl SqlError {
+    /// The error's kind.
+    pub fn kind(&self) -> SqlErrorKind {
+        self.data.kind
+    }
+
+    /// SIP-40 `error_type`: `"INVALID_SQL_ERROR"` or `"ADHOC_SUBQUERY_NOT_ALLOWED_ERROR"`.
+    pub fn error_type(&self) -> &'static str {
+        self.data.kind.as_str()
+    }
+
+    /// SIP-40 `message`, worded like Superset's.
+    pub fn message(&self) -> &str {
+        &self.data.message
+    }
+
+    /// The parser's own explanation (e.g. `Expected: ), found: EOF`), when there is one.
+    /// Not part of Superset's payload; useful for logs.
+    pub fn detail(&self) -> Option<&str> {
+        self.data.detail.as_deref()
+    }
+
+    /// The token the error points at (Superset's `highlight`), when known.
+    pub fn highlight(&self) -> Option<&str> {
+        self.data.highlight.as_deref()
+    }
+
+    /// 1-based line of the error in [`SqlError::sql`], when known.
+    pub fn line(&self) -> Option<u64> {
+        self.data.line
+    }
+
+    /// 1-based column of the error in [`SqlError::sql`], when known. Like Superset (sqlglot),
+    /// this is the column of the *last* character of the highlighted token.
+    pub fn column(&self) -> Option<u64> {
+        self.data.column
+    }
+
+    /// The SQL text that was parsed and that `line`/`column` refer to (for a metric, Superset
+    /// reports `"SELECT " + fragment`).
+    pub fn sql(&self) -> &str {
+        &self.data.sql
+    }
+
+    /// Superset engine name of the dialect used (`extra.engine`).
+    pub fn engine(&self) -> &'static str {
+        self.data.engine
+    }
+
+    /// HTTP status hint: 422 for `INVALID_SQL_ERROR`, 400 for the sub-query refusal.
+    pub fn http_status(&self) -> u16 {
+        self.data.kind.http_status()
+    }
+
+    fn invalid(dialect: SqlDialect, sql: &str, message: String, detail: Option<String>) -> Self {
+        SqlError::from(ErrorData {
+            kind: SqlErrorKind::InvalidSql,
+            message,
+            detail,
+            highlight: None,
+            line: None,
+            column: None,
+            sql: sql.to_owned(),
+            engine: dialect.engine(),
+        })
+    }
+
+    /// An error pointing at `token`, positioned like sqlglot: line and column of the token's
+    /// last character.
+    fn at_token(dialect: SqlDialect, sql: &str, token: &TokenWithSpan, detail: String) -> Self {
+        let highlight = token.token.to_string();
+        let (line, column) = last_char_position(token);
+        SqlError::from(ErrorData {
+            kind: SqlErrorKind::InvalidSql,
+            message: format!("Error parsing near '{highlight}' at line {line}:{column}"),
+            detail: Some(detail),
+            highlight: Some(highlight),
+            line: Some(line),
+            column: Some(column),
+            sql: sql.to_owned(),
+            engine: dialect.engine(),
+        })
+    }
+
+    fn from_tokenizer(dialect: SqlDialect, sql: &str, err: TokenizerError) -> Self {
+        let Location { line, column } = err.location;
+        let mut error = SqlError::invalid(dialect, sql, String::new(), Some(err.message.clone()));
+        if line > 0 {
+            error.data.message = format!("Error parsing at line {line}:{column}: {}", err.message);
+            error.data.line = Some(line);
+            error.data.column = Some(column);
+        } else {
+            error.data.message = format!("Error parsing: {}", err.message);
+        }
+        error
+    }
+
+    /// Converts a parser error. sqlparser reports positions only inside the message text
+    /// (`"… at Line: L, Column: C"`, the *start* of the offending token, nothing at all at end
+    /// of input), so we recover the token from our own token list to report it like Superset.
+    fn from_parser(
+        dialect: SqlDialect,
+        sql: &str,
+        tokens: &[TokenWithSpan],
+        err: ParserError,
+    ) -> Self {
+        let detail = match err {
+            ParserError::RecursionLimitExceeded => {
+                return SqlError::invalid(
+                    dialect,
+                    sql,
+                    "Error parsing: the SQL is nested too deeply".to_owned(),
+                    Some("recursion limit exceeded".to_owned()),
+                );
+            }
+            ParserError::ParserError(m) | ParserError::TokenizerError(m) => m,
+        };
+        let (detail, location) = split_location(&detail);
+        let token = match location {
+            Some(loc) => tokens
+                .iter()
+                .find(|t| t.span.start == loc && !is_trivia(&t.token)),
+            // End of input: point at the last real token, as sqlglot does for `SUM(revenue`.
+            None => tokens.iter().rev().find(|t| !is_trivia(&t.token)),
+        };
+        match (token, location) {
+            (Some(token), _) => SqlError::at_token(dialect, sql, token, detail),
+            (None, Some(loc)) => {
+                let mut error = SqlError::invalid(
+                    dialect,
+                    sql,
+                    format!("Error parsing at line {}:{}", loc.line, loc.column),
+                    Some(detail),
+                );
+                error.data.line = Some(loc.line);
+                error.data.column = Some(loc.column);
+                error
+            }
+            (None, None) => {
+                SqlError::invalid(dialect, sql, "Error parsing".to_owned(), Some(detail))
+            }
+        }
+    }
+
+    fn subquery(dialect: SqlDialect, fragment: &str) -> Self {
+        SqlError::from(ErrorData {
+            kind: SqlErrorKind::AdhocSubqueryNotAllowed,
+            message: "Custom SQL fields cannot contain sub-queries.".to_owned(),
+            detail: None,
+            highlight: None,
+            line: None,
+            column: None,
+            sql: fragment.to_owned(),
+            engine: dialect.engine(),
+        })
+    }
+}
+
+/// Splits sqlparser's `"<text> at Line: L, Column: C"` into the text and the location.
+fn split_location(message: &str) -> (String, Option<Location>) {
+    if let Some((text, position)) = message.rsplit_once(" at Line: ")
+        && let Some((line, column)) = position.split_once(", Column: ")
+        && let (Ok(line), Ok(column)) = (line.trim().parse(), column.trim().parse())
+    {
+        return (text.to_owned(), Some(Location { line, column }));
+    }
+    (message.to_owned(), None)
+}
+
+/// Line and column of the last character of a token (sqlparser spans end one past it).
+fn last_char_position(token: &TokenWithSpan) -> (u64, u64) {
+    let end = token.span.end;
+    if end.line == 0 {
+        return (token.span.start.line, token.span.start.column);
+    }
+    if end.column > 1 {
+        (end.line, end.column - 1)
+    } else {
+        // The token ends with a newline (a multi-line literal); its start is more useful.
+        (token.span.start.line, token.span.start.column)
+    }
+}
+
+/// Whitespace and comments, which the parser skips.
+fn is_trivia(token: &Token) -> bool {
+    matches!(token, Token::Whitespace(_) | Token::EOF)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing plumbing
+// ---------------------------------------------------------------------------------------------
+
+/// Runs `f`, turning a panic inside sqlparser into an error: the checks sit on request paths
+/// and must never take a worker down, whatever text a user sends. (Stack overflows cannot be
+/// caught; those are prevented by the recursion limit and [`check_complexity`].)
+fn guard<T>(
+    dialect: SqlDialect,
+    sql: &str,
+    f: impl FnOnce() -> Result<T, SqlError>,
+) -> Result<T, SqlError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| {
+        Err(SqlError::invalid(
+            dialect,
+            sql,
+            "Error parsing: the SQL parser failed on this input".to_owned(),
+            None,
+        ))
+    })
+}
+
+fn tokenize(dialect: SqlDialect, sql: &str) -> Result<Vec<TokenWithSpan>, SqlError> {
+    // SQLite stops reading SQL at a NUL and PostgreSQL's protocol cannot carry one, so text
+    // after it would be seen by us but not by the database (or vice versa): refuse it.
+    if let Some(at) = sql.find('\0') {
+        let line = sql[..at].matches('\n').count() + 1;
+        let column = sql[..at].rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        let mut error = SqlError::invalid(
+            dialect,
+            sql,
+            format!("Error parsing at line {line}:{column}: NUL character"),
+            Some("NUL character".to_owned()),
+        );
+        error.data.line = u64::try_from(line).ok();
+        error.data.column = u64::try_from(column).ok();
+        return Err(error);
+    }
+    Tokenizer::new(dialect.parser_dialect(), sql)
+        .tokenize_with_location()
+        .map_err(|e| SqlError::from_tokenizer(dialect, sql, e))
+}
+
+fn parser_for(dialect: SqlDialect, tokens: Vec<TokenWithSpan>) -> Parser<'static> {
+    Parser::new(dialect.parser_dialect())
+        .with_recursion_limit(RECURSION_LIMIT)
+        .with_tokens_with_locations(tokens)
+}
+
+/// Refuses token streams whose statements would parse into trees too deep to drop safely.
+///
+/// The estimate is a cheap upper bound on the depth sqlparser's iterative loops (binary and
+/// postfix operators, casts, array brackets, set operations) can build: per bracket level we
+/// count tokens that can act as an operator (symbols and keywords, not identifiers or
+/// literals), summed along the currently open brackets. A comma at a level resets that level's
+/// count, because comma-separated items (select lists, arguments, `IN` lists, `VALUES` rows)
+/// are siblings, not nested; set operations are the exception and are counted separately.
+fn check_complexity(
+    dialect: SqlDialect,
+    sql: &str,
+    tokens: &[TokenWithSpan],
+) -> Result<(), SqlError> {
+    let mut levels: Vec<usize> = vec![0];
+    let mut chain = 0usize;
+    let mut set_operations = 0usize;
+    for token in tokens {
+        let counted = match &token.token {
+            Token::Whitespace(_) | Token::EOF => continue,
+            Token::SemiColon => {
+                levels.clear();
+                levels.push(0);
+                chain = 0;
+                set_operations = 0;
+                continue;
+            }
+            Token::LParen | Token::LBracket | Token::LBrace => {
+                let weight = if token.token == Token::LBracket {
+                    BRACKET_WEIGHT
+                } else {
+                    1
+                };
+                if let Some(top) = levels.last_mut() {
+                    *top += weight;
+                }
+                chain += weight;
+                levels.push(0);
+                false
+            }
+            Token::RParen | Token::RBracket | Token::RBrace => {
+                if levels.len() > 1
+                    && let Some(inner) = levels.pop()
+                {
+                    chain -= inner;
+                }
+                false
+            }
+            Token::Comma => {
+                if let Some(top) = levels.last_mut() {
+                    chain -= *top;
+                    *top = 0;
+                }
+                false
+            }
+            Token::Word(word)
+                if word.quote_style.is_some() || word.keyword == Keyword::NoKeyword =>
+            {
+                false
+            }
+            Token::Word(word) => {
+                if matches!(
+                    word.keyword,
+                    Keyword::UNION | Keyword::EXCEPT | Keyword::INTERSECT | Keyword::MINUS
+                ) {
+                    set_operations += 1;
+                }
+                true
+            }
+            Token::Number(..)
+            | Token::SingleQuotedString(_)
+            | Token::DoubleQuotedString(_)
+            | Token::NationalStringLiteral(_)
+            | Token::EscapedStringLiteral(_)
+            | Token::UnicodeStringLiteral(_)
+            | Token::HexStringLiteral(_)
+            | Token::DollarQuotedString(_)
+            | Token::Placeholder(_) => false,
+            _ => true,
+        };
+        if counted {
+            if let Some(top) = levels.last_mut() {
+                *top += 1;
+            }
+            chain += 1;
+        }
+        if chain > MAX_CHAIN || set_operations > MAX_SET_OPERATIONS {
+            let mut error = SqlError::at_token(
+                dialect,
+                sql,
+                token,
+                "operator chain or nesting too long".to_owned(),
+            );
+            error.data.message = format!(
+                "Error parsing: the SQL is too complex to analyse (near line {})",
+                error.data.line.unwrap_or(0)
+            );
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// Maps sqlparser locations (1-based line, 1-based column counted in characters) to byte
+/// offsets, so statements can be cut out of, and edited within, the user's original text.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(sql: &str) -> Self {
+        let mut starts = vec![0];
+        starts.extend(sql.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex { starts }
+    }
+
+    fn offset(&self, sql: &str, location: Location) -> Option<usize> {
+        let line = usize::try_from(location.line).ok()?.checked_sub(1)?;
+        let column = usize::try_from(location.column).ok()?.checked_sub(1)?;
+        let start = *self.starts.get(line)?;
+        let rest = sql.get(start..)?;
+        let mut count = 0;
+        for (i, _) in rest.char_indices() {
+            if count == column {
+                return Some(start + i);
+            }
+            count += 1;
+        }
+        (count == column).then_some(sql.len())
+    }
+}
+
+/// One parsed statement and where it sits in the source text.
+struct ParsedStatement {
+    ast: Statement,
+    /// Byte range of the statement in the source: first to last token, without the `;`.
+    start: usize,
+    end: usize,
+    /// Index range of the statement's tokens in [`Script::tokens`] (inclusive).
+    tokens: std::ops::RangeInclusive<usize>,
+}
+
+/// A parsed script: its tokens and statements.
+struct Script {
+    tokens: Vec<TokenWithSpan>,
+    statements: Vec<ParsedStatement>,
+}
+
+/// Parses a script statement by statement (the same loop as `Parser::parse_statements`), so
+/// each statement's original text can be recovered from the token positions.
+fn parse_script(dialect: SqlDialect, sql: &str) -> Result<Script, SqlError> {
+    let tokens = tokenize(dialect, sql)?;
+    check_complexity(dialect, sql, &tokens)?;
+    let index = LineIndex::new(sql);
+    let mut parser = parser_for(dialect, tokens.clone());
+    let parse_err = |e: ParserError| SqlError::from_parser(dialect, sql, &tokens, e);
+    let mut statements = Vec::new();
+    let mut expecting_delimiter = false;
+    loop {
+        while parser.consume_token(&Token::SemiColon) {
+            expecting_delimiter = false;
+        }
+        let next = parser.peek_token();
+        if next.token == Token::EOF {
+            break;
+        }
+        if expecting_delimiter {
+            return Err(SqlError::at_token(
+                dialect,
+                sql,
+                &next,
+                format!("Expected: end of statement, found: {}", next.token),
+            ));
+        }
+        let first = (parser.index()..tokens.len())
+            .find(|&i| !is_trivia(&tokens[i].token))
+            .unwrap_or(tokens.len());
+        let ast = parser.parse_statement().map_err(parse_err)?;
+        let last = (first..parser.index().min(tokens.len()))
+            .rev()
+            .find(|&i| !is_trivia(&tokens[i].token) && tokens[i].token != Token::SemiColon);
+        let last = last.unwrap_or(first);
+        let (start, end) = match (tokens.get(first), tokens.get(last)) {
+            (Some(a), Some(b)) => (
+                index.offset(sql, a.span.start).unwrap_or(0),
+                index.offset(sql, b.span.end).unwrap_or(sql.len()),
+            ),
+            _ => (0, sql.len()),
+        };
+        let end = end.max(start);
+        statements.push(ParsedStatement {
+            ast,
+            start,
+            end,
+            tokens: first..=last,
+        });
+        expecting_delimiter = true;
+    }
+    drop(parser);
+    Ok(Script { tokens, statements })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fragments
+// ---------------------------------------------------------------------------------------------
+
+/// Checks a user SQL fragment destined for a chart query: it must be exactly one SQL
+/// expression (for `Where`/`Having` a boolean one), with nothing after it but whitespace and
+/// comments, and must not contain a sub-query anywhere.
+///
+/// Refused: a second statement (`1=1; DROP TABLE x`), text after the expression (`1=1) OR
+/// (1=1`, which would escape the parentheses the caller wraps the clause in; `SUM(a) AS x`),
+/// a trailing `;`, unterminated strings or comments, and sub-queries (`(SELECT max(x) FROM
+/// t)`, `x IN (SELECT …)`, `EXISTS (SELECT 1)`) — the last with
+/// `ADHOC_SUBQUERY_NOT_ALLOWED_ERROR`, as Superset does with `ALLOW_ADHOC_SUBQUERY` off.
+///
+/// A trailing line comment (`x = 1 -- note`) is accepted: embed the fragment with
+/// [`wrap_fragment`], which ends it with a newline so the comment cannot swallow the closing
+/// parenthesis. That exact wrapped form is parsed too, as a second line of defence.
+///
+/// Empty or whitespace-only fragments return `Ok(())`: whether they are allowed is the
+/// caller's decision.
+pub fn check_fragment(
+    dialect: SqlDialect,
+    fragment: &str,
+    kind: FragmentKind,
+) -> Result<(), SqlError> {
+    if fragment.trim().is_empty() {
+        return Ok(());
+    }
+    guard(dialect, fragment, || {
+        let sql = format!("{}{fragment}", kind.prefix());
+        let tokens = tokenize(dialect, &sql)?;
+        check_complexity(dialect, &sql, &tokens)?;
+        let parse_err = |e: ParserError| SqlError::from_parser(dialect, &sql, &tokens, e);
+        let mut parser = parser_for(dialect, tokens.clone());
+        if kind == FragmentKind::Expression {
+            parser
+                .expect_keyword_is(Keyword::SELECT)
+                .map_err(parse_err)?;
+        }
+        let expr = parser.parse_expr().map_err(parse_err)?;
+        let next = parser.peek_token();
+        if next.token != Token::EOF {
+            return Err(SqlError::at_token(
+                dialect,
+                &sql,
+                &next,
+                format!("Expected: end of expression, found: {}", next.token),
+            ));
+        }
+        // The fragment will be embedded in generated SQL; parse it the way it will be
+        // embedded as well, so a tokenizer quirk cannot make it mean something else there.
+        let wrapped = format!("SELECT {}", wrap_fragment(fragment));
+        let script = parse_script(dialect, &wrapped)?;
+        if script.statements.len() != 1 {
+            return Err(SqlError::invalid(
+                dialect,
+                &wrapped,
+                "Error parsing: the fragment is not a single expression".to_owned(),
+                None,
+            ));
+        }
+        if contains_subquery(&expr) {
+            return Err(SqlError::subquery(dialect, fragment));
+        }
+        Ok(())
+    })
+}
+
+/// Wraps an accepted fragment for embedding into generated SQL: `(<fragment>\n)`. The newline
+/// ends a trailing `--` comment before the closing parenthesis (Superset's frontend does the
+/// same), so `x = 1 --` cannot comment out the rest of the query.
+pub fn wrap_fragment(fragment: &str) -> String {
+    format!("({fragment}\n)")
+}
+
+/// True if any query (sub-query, `IN (SELECT …)`, `EXISTS`, `ARRAY(SELECT …)`, …) occurs
+/// anywhere in the expression. Every such form contains a `Query` node, so visiting queries
+/// catches them all without listing expression variants.
+fn contains_subquery(expr: &Expr) -> bool {
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_query(&mut self, _query: &Query) -> ControlFlow<()> {
+            ControlFlow::Break(())
+        }
+    }
+    expr.visit(&mut Finder).is_break()
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL Lab: statements
+// ---------------------------------------------------------------------------------------------
+
+/// One statement of a SQL Lab script, as returned by [`split_statements`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SqlStatement {
+    /// The statement's text exactly as written (from its first to its last token; no
+    /// surrounding comments, no trailing `;`). Run this, not a re-rendering, so dialect
+    /// details sqlparser does not model survive.
+    pub sql: String,
+    /// True for a row-returning query (`SELECT`, `WITH … SELECT`, `VALUES`, set operations)
+    /// that is not `SELECT … INTO`: the statements [`apply_limit`] limits.
+    pub is_query: bool,
+    /// True if the statement is not read-only (see [`is_mutating`]).
+    pub is_mutating: bool,
+}
+
+/// Splits a SQL Lab script into its statements, in order. Empty statements (`;;`), trailing
+/// semicolons and comments are ignored; an empty script gives an empty list. SQL Lab runs the
+/// statements one after another and shows the last one's rows.
+pub fn split_statements(dialect: SqlDialect, sql: &str) -> Result<Vec<SqlStatement>, SqlError> {
+    guard(dialect, sql, || {
+        Ok(parse_script(dialect, sql)?
+            .statements
+            .iter()
+            .map(|s| SqlStatement {
+                sql: sql.get(s.start..s.end).unwrap_or_default().to_owned(),
+                is_query: is_limitable_query(&s.ast),
+                is_mutating: statement_is_mutating(&s.ast),
+            })
+            .collect())
+    })
+}
+
+/// True if any statement of the script is not read-only: DML (`INSERT`, `UPDATE`, `DELETE`,
+/// `MERGE`, `COPY`), DDL (`CREATE`, `DROP`, `ALTER`, `TRUNCATE`, …), privileges (`GRANT`,
+/// `REVOKE`), session changes (`SET`, `SET ROLE`, `RESET`), transactions, `CALL`, SQLite
+/// `PRAGMA` assignments, `SELECT … INTO`, and queries whose CTEs modify data (`WITH x AS
+/// (DELETE … RETURNING *) SELECT …`).
+///
+/// Read-only are: queries (`SELECT`, `WITH … SELECT`, `VALUES`), `EXPLAIN` (unless it is
+/// `EXPLAIN ANALYZE` of a mutating statement, which executes it), `DESCRIBE`, `SHOW …`, and
+/// SQLite introspection pragmas (`PRAGMA table_info(…)`). Anything not recognised as read-only
+/// counts as mutating. SQL that does not parse returns the parse error; the caller decides.
+///
+/// Side effects of functions called from a `SELECT` (`nextval`, `pg_terminate_backend`, …)
+/// are not detected; use [`functions_called`] with a deny-list for those.
+pub fn is_mutating(dialect: SqlDialect, sql: &str) -> Result<bool, SqlError> {
+    guard(dialect, sql, || {
+        Ok(parse_script(dialect, sql)?
+            .statements
+            .iter()
+            .any(|s| statement_is_mutating(&s.ast)))
+    })
+}
+
+/// SQLite pragmas that only report, whatever their argument.
+const READ_ONLY_PRAGMAS: &[&str] = &[
+    "collation_list",
+    "compile_options",
+    "database_list",
+    "foreign_key_check",
+    "foreign_key_list",
+    "function_list",
+    "index_info",
+    "index_list",
+    "index_xinfo",
+    "integrity_check",
+    "module_list",
+    "pragma_list",
+    "quick_check",
+    "table_info",
+    "table_list",
+    "table_xinfo",
+];
+
+/// SQLite pragmas that report when given no value (and change settings when given one).
+const GETTER_PRAGMAS: &[&str] = &[
+    "application_id",
+    "auto_vacuum",
+    "cache_size",
+    "data_version",
+    "encoding",
+    "foreign_keys",
+    "freelist_count",
+    "journal_mode",
+    "page_count",
+    "page_size",
+    "schema_version",
+    "synchronous",
+    "user_version",
+];
+
+fn statement_is_mutating(statement: &Statement) -> bool {
+    match statement {
+        Statement::Query(query) => query_writes(query),
+        Statement::Explain {
+            analyze,
+            statement,
+            options,
+            ..
+        } => {
+            // Plain EXPLAIN only plans; EXPLAIN ANALYZE (either spelling) executes.
+            let analyzes = *analyze
+                || options
+                    .iter()
+                    .flatten()
+                    .any(|o| o.name.value.eq_ignore_ascii_case("analyze"));
+            analyzes && statement_is_mutating(statement)
+        }
+        Statement::ExplainTable { .. }
+        | Statement::ShowFunctions { .. }
+        | Statement::ShowVariable { .. }
+        | Statement::ShowStatus { .. }
+        | Statement::ShowVariables { .. }
+        | Statement::ShowCreate { .. }
+        | Statement::ShowColumns { .. }
+        | Statement::ShowCatalogs { .. }
+        | Statement::ShowDatabases { .. }
+        | Statement::ShowProcessList { .. }
+        | Statement::ShowSchemas { .. }
+        | Statement::ShowCharset(_)
+        | Statement::ShowObjects(_)
+        | Statement::ShowTables { .. }
+        | Statement::ShowViews { .. }
+        | Statement::ShowCollation { .. } => false,
+        Statement::Pragma {
+            name, value, is_eq, ..
+        } => {
+            let name = last_name_part(name);
+            let read_only = !*is_eq
+                && (READ_ONLY_PRAGMAS.contains(&name.as_str())
+                    || (value.is_none() && GETTER_PRAGMAS.contains(&name.as_str())));
+            !read_only
+        }
+        _ => true,
+    }
+}
+
+/// True if a query writes: `SELECT … INTO` anywhere, or any nested non-query statement
+/// (data-modifying CTEs parse as `INSERT`/`UPDATE`/`DELETE`/`MERGE` statements inside the
+/// query).
+fn query_writes(query: &Query) -> bool {
+    struct Finder;
+    impl Visitor for Finder {
+        type Break = ();
+        fn pre_visit_statement(&mut self, _statement: &Statement) -> ControlFlow<()> {
+            // Visiting a `Query` does not visit it as a statement, so any statement met here
+            // is nested DML.
+            ControlFlow::Break(())
+        }
+        fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<()> {
+            if select.into.is_some() {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+    }
+    query.visit(&mut Finder).is_break()
+}
+
+/// A query [`apply_limit`] may limit: returns rows, and is not `SELECT … INTO` (limiting that
+/// would change what it writes).
+fn is_limitable_query(statement: &Statement) -> bool {
+    match statement {
+        Statement::Query(query) => {
+            struct IntoFinder;
+            impl Visitor for IntoFinder {
+                type Break = ();
+                fn pre_visit_select(&mut self, select: &Select) -> ControlFlow<()> {
+                    if select.into.is_some() {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                }
+            }
+            !query.visit(&mut IntoFinder).is_break()
+        }
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL Lab: limits
+// ---------------------------------------------------------------------------------------------
+
+/// What limits a SQL Lab result (Superset's `limitingFactor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LimitingFactor {
+    /// The query's own `LIMIT` is smaller than the dropdown limit.
+    Query,
+    /// The dropdown limit applies (the query had no limit, a larger one, or a non-literal one).
+    Dropdown,
+    /// The query's own limit equals the dropdown limit.
+    QueryAndDropdown,
+    /// Nothing limits the result (non-query statements; also what the caller should report
+    /// when fewer rows than the limit came back, as Superset does).
+    NotLimited,
+}
+
+impl LimitingFactor {
+    /// Superset's wire value: `"QUERY"`, `"DROPDOWN"`, `"QUERY_AND_DROPDOWN"`, `"NOT_LIMITED"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LimitingFactor::Query => "QUERY",
+            LimitingFactor::Dropdown => "DROPDOWN",
+            LimitingFactor::QueryAndDropdown => "QUERY_AND_DROPDOWN",
+            LimitingFactor::NotLimited => "NOT_LIMITED",
+        }
+    }
+}
+
+/// What [`apply_limit`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LimitOutcome {
+    /// Which limit bounds the result.
+    pub factor: LimitingFactor,
+    /// The row limit now in force for the last statement (`None` if it is not a query).
+    pub limit: Option<u64>,
+    /// The literal limit the query had itself (`LIMIT n` or `FETCH FIRST n ROWS`), if any.
+    pub query_limit: Option<u64>,
+    /// True if the returned SQL differs from the input.
+    pub changed: bool,
+}
+
+/// The limit a query had before [`apply_limit`].
+enum ExistingLimit<'a> {
+    None,
+    /// A literal row count, with the expression holding it (for in-place replacement; `None`
+    /// for `FETCH FIRST ROW ONLY`, which means one row).
+    Literal(u64, Option<&'a Expr>),
+    /// An expression, parameter, `NULL`, `FETCH … PERCENT`, …
+    Other,
+}
+
+fn literal_u64(expr: &Expr) -> Option<u64> {
+    match expr {
+        // `to_string` works whether sqlparser stores numbers as text or as BigDecimal.
+        Expr::Value(v) => match &v.value {
+            Value::Number(n, _) => n.to_string().parse().ok(),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn classify(expr: &Expr) -> ExistingLimit<'_> {
+    match literal_u64(expr) {
+        Some(n) => ExistingLimit::Literal(n, Some(expr)),
+        None => ExistingLimit::Other,
+    }
+}
+
+fn existing_limit(query: &Query) -> (ExistingLimit<'_>, bool) {
+    match &query.limit_clause {
+        Some(LimitClause::LimitOffset { limit: Some(e), .. })
+        | Some(LimitClause::OffsetCommaLimit { limit: e, .. }) => (classify(e), false),
+        // `LIMIT ALL` parses as no limit; PostgreSQL's `FETCH FIRST n ROWS ONLY` is the
+        // standard spelling of a limit and cannot be combined with `LIMIT`.
+        _ => match &query.fetch {
+            Some(Fetch {
+                percent: false,
+                quantity: None,
+                ..
+            }) => (ExistingLimit::Literal(1, None), true),
+            Some(Fetch {
+                percent: false,
+                quantity: Some(e),
+                ..
+            }) => (classify(e), true),
+            Some(_) => (ExistingLimit::Other, true),
+            None => (ExistingLimit::None, false),
+        },
+    }
+}
+
+/// Applies SQL Lab's row limit to the **last** statement of `sql`, when it is a query:
+///
+/// * no `LIMIT` → `LIMIT <limit>` is added (factor `DROPDOWN`);
+/// * a literal `LIMIT n` with `n > limit`, or a non-literal limit → replaced by `limit`
+///   (`DROPDOWN`);
+/// * `n < limit` → kept (`QUERY`); `n == limit` → kept (`QUERY_AND_DROPDOWN`).
+///
+/// `FETCH FIRST n ROWS ONLY` counts as the query's limit and is adjusted the same way. The
+/// limit goes on the outermost query, so it bounds a whole `UNION` and a `WITH … SELECT`.
+/// Non-query statements (and `SELECT … INTO`) are returned unchanged with `NOT_LIMITED`.
+///
+/// The rest of the text is preserved: a replaced literal is edited in place and an added
+/// `LIMIT` is appended after the statement's last token (on a new line, so a trailing `--`
+/// comment cannot swallow it). Only when the query has clauses that must follow `LIMIT`
+/// (`OFFSET`, `FETCH`, `FOR UPDATE`) or a non-literal limit is the last statement re-rendered
+/// through sqlparser (comments inside it are then lost). Earlier statements are never touched.
+///
+/// Superset also reports `NOT_LIMITED` when fewer rows than the limit come back; that is the
+/// caller's to decide after running the query.
+pub fn apply_limit(
+    dialect: SqlDialect,
+    sql: &str,
+    limit: u64,
+) -> Result<(String, LimitOutcome), SqlError> {
+    guard(dialect, sql, || {
+        let Script {
+            tokens,
+            mut statements,
+        } = parse_script(dialect, sql)?;
+        let unchanged = || {
+            (
+                sql.to_owned(),
+                LimitOutcome {
+                    factor: LimitingFactor::NotLimited,
+                    limit: None,
+                    query_limit: None,
+                    changed: false,
+                },
+            )
+        };
+        let Some(last) = statements.last_mut() else {
+            return Ok(unchanged());
+        };
+        if !is_limitable_query(&last.ast) {
+            return Ok(unchanged());
+        }
+        let Statement::Query(query) = &mut last.ast else {
+            return Ok(unchanged());
+        };
+        let (start, end) = (last.start, last.end);
+        // `LIMIT ALL` leaves no trace in the tree; never append a second LIMIT after it.
+        let has_limit_keyword = top_level_keyword(&tokens, last.tokens.clone(), Keyword::LIMIT);
+        let (existing, via_fetch) = existing_limit(query);
+        let index = LineIndex::new(sql);
+        let splice = |from: usize, to: usize, text: &str| -> Option<String> {
+            Some(format!("{}{text}{}", sql.get(..from)?, sql.get(to..)?))
+        };
+
+        let (query_limit, edit) = match existing {
+            ExistingLimit::Literal(n, _) if n < limit => {
+                return Ok((
+                    sql.to_owned(),
+                    outcome(LimitingFactor::Query, n, Some(n), false),
+                ));
+            }
+            ExistingLimit::Literal(n, _) if n == limit => {
+                let factor = LimitingFactor::QueryAndDropdown;
+                return Ok((sql.to_owned(), outcome(factor, n, Some(n), false)));
+            }
+            ExistingLimit::Literal(n, expr) => {
+                // Replace just the number, keeping everything else byte for byte.
+                let in_place = match expr {
+                    Some(Expr::Value(v)) => index
+                        .offset(sql, v.span.start)
+                        .zip(index.offset(sql, v.span.end))
+                        .filter(|(a, b)| a < b && *a >= start && *b <= end)
+                        .and_then(|(a, b)| splice(a, b, &limit.to_string())),
+                    _ => None,
+                };
+                (Some(n), in_place)
+            }
+            ExistingLimit::None => {
+                let appendable = !has_limit_keyword
+                    && query.limit_clause.is_none()
+                    && query.fetch.is_none()
+                    && query.locks.is_empty()
+                    && query.for_clause.is_none()
+                    && query.settings.is_none()
+                    && query.format_clause.is_none()
+                    && query.pipe_operators.is_empty();
+                let appended = appendable
+                    .then(|| splice(end, end, &format!("\nLIMIT {limit}")))
+                    .flatten();
+                (None, appended)
+            }
+            ExistingLimit::Other => (None, None),
+        };
+        let text = match edit {
+            Some(text) => text,
+            None => {
+                set_limit(dialect, query, limit, via_fetch)?;
+                let rendered = last.ast.to_string();
+                splice(start, end, &rendered).unwrap_or(rendered)
+            }
+        };
+        Ok((
+            text,
+            outcome(LimitingFactor::Dropdown, limit, query_limit, true),
+        ))
+    })
+}
+
+/// True if `keyword` occurs outside parentheses among `tokens[range]`.
+fn top_level_keyword(
+    tokens: &[TokenWithSpan],
+    range: std::ops::RangeInclusive<usize>,
+    keyword: Keyword,
+) -> bool {
+    let mut depth = 0usize;
+    for token in tokens.get(range).unwrap_or_default() {
+        match &token.token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Word(word)
+                if depth == 0 && word.quote_style.is_none() && word.keyword == keyword =>
+            {
+                return true;
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+fn outcome(
+    factor: LimitingFactor,
+    limit: u64,
+    query_limit: Option<u64>,
+    changed: bool,
+) -> LimitOutcome {
+    LimitOutcome {
+        factor,
+        limit: Some(limit),
+        query_limit,
+        changed,
+    }
+}
+
+/// Sets the query's row limit in the tree (for re-rendering).
+fn set_limit(
+    dialect: SqlDialect,
+    query: &mut Query,
+    limit: u64,
+    via_fetch: bool,
+) -> Result<(), SqlError> {
+    // Built by parsing so this does not depend on how sqlparser's features represent numbers.
+    let text = limit.to_string();
+    let number = parser_for(dialect, tokenize(dialect, &text)?)
+        .parse_expr()
+        .map_err(|e| {
+            SqlError::invalid(
+                dialect,
+                &text,
+                "Error parsing".to_owned(),
+                Some(e.to_string()),
+            )
+        })?;
+    if via_fetch && let Some(fetch) = query.fetch.as_mut() {
+        fetch.quantity = Some(number);
+        fetch.percent = false;
+        return Ok(());
+    }
+    match query.limit_clause.as_mut() {
+        Some(LimitClause::LimitOffset { limit, .. }) => *limit = Some(number),
+        Some(LimitClause::OffsetCommaLimit { limit, .. }) => *limit = number,
+        None => {
+            query.limit_clause = Some(LimitClause::LimitOffset {
+                limit: Some(number),
+                offset: None,
+                limit_by: Vec::new(),
+            })
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQL Lab: functions, tables, formatting
+// ---------------------------------------------------------------------------------------------
+
+/// Lower-cased last part of a name (`pg_catalog.pg_sleep` → `pg_sleep`).
+fn last_name_part(name: &ObjectName) -> String {
+    name.0
+        .last()
+        .map(|part| match part.as_ident() {
+            Some(ident) => ident.value.to_lowercase(),
+            None => part.to_string().to_lowercase(),
+        })
+        .unwrap_or_default()
+}
+
+/// Lower-cased names of every function called anywhere in the script: in select lists,
+/// predicates, CTEs, sub-queries, nested DML, `FROM`-clause table functions
+/// (`generate_series(…)`, `pg_sleep(0.5)`), and `CALL`. Schema qualification is dropped
+/// (`pg_catalog.pg_sleep` → `pg_sleep`), so a deny-list of bare names (Superset's
+/// `DISALLOWED_SQL_FUNCTIONS`) cannot be side-stepped with a schema prefix.
+///
+/// Functions with dedicated syntax are reported under their SQL name: `extract`,
+/// `substring`, `trim`, `position`, `overlay`, `ceil`, `floor`. `CAST`/`::` and operators are
+/// not reported. Quoted names are lower-cased too, which can only over-report.
+pub fn functions_called(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<String>, SqlError> {
+    struct Collector(BTreeSet<String>);
+    impl Visitor for Collector {
+        type Break = ();
+        fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<()> {
+            let name = match expr {
+                Expr::Function(function) => last_name_part(&function.name),
+                Expr::Extract { .. } => "extract".to_owned(),
+                Expr::Substring { .. } => "substring".to_owned(),
+                Expr::Trim { .. } => "trim".to_owned(),
+                Expr::Position { .. } => "position".to_owned(),
+                Expr::Overlay { .. } => "overlay".to_owned(),
+                Expr::Ceil { .. } => "ceil".to_owned(),
+                Expr::Floor { .. } => "floor".to_owned(),
+                _ => return ControlFlow::Continue(()),
+            };
+            self.0.insert(name);
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            match factor {
+                TableFactor::Table {
+                    name,
+                    args: Some(_),
+                    ..
+                }
+                | TableFactor::Function { name, .. } => {
+                    self.0.insert(last_name_part(name));
+                }
+                TableFactor::UNNEST { .. } => {
+                    self.0.insert("unnest".to_owned());
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
+            if let Statement::Call(function) = statement {
+                self.0.insert(last_name_part(&function.name));
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    guard(dialect, sql, || {
+        let script = parse_script(dialect, sql)?;
+        let mut collector = Collector(BTreeSet::new());
+        for statement in &script.statements {
+            let _ = statement.ast.visit(&mut collector);
+        }
+        Ok(collector.0)
+    })
+}
+
+/// Names of the tables (and views) the script references, as written (`golden.sales`,
+/// `"Sales"`), in `FROM`/`JOIN` clauses, sub-queries, CTE bodies and DML/DDL targets. Names of
+/// CTEs are excluded where they are in scope (compared case-insensitively), and so are
+/// `FROM`-clause table functions (`generate_series(…)`; see [`functions_called`]).
+pub fn tables_referenced(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<String>, SqlError> {
+    #[derive(Default)]
+    struct Collector {
+        tables: BTreeSet<String>,
+        /// CTE names per enclosing query, innermost last.
+        scopes: Vec<Vec<String>>,
+        /// Names of table functions, which are visited as relations too; identified by
+        /// address since the visitor hands out the very nodes of the tree.
+        functions: Vec<*const ObjectName>,
+    }
+    impl Collector {
+        fn add(&mut self, name: &ObjectName) {
+            if self.functions.contains(&(name as *const ObjectName)) {
+                return;
+            }
+            if let [part] = name.0.as_slice()
+                && let Some(ident) = part.as_ident()
+                && self
+                    .scopes
+                    .iter()
+                    .flatten()
+                    .any(|cte| cte.eq_ignore_ascii_case(&ident.value))
+            {
+                return;
+            }
+            self.tables.insert(name.to_string());
+        }
+    }
+    impl Visitor for Collector {
+        type Break = ();
+        fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+            let names = query
+                .with
+                .iter()
+                .flat_map(|with| &with.cte_tables)
+                .map(|cte| cte.alias.name.value.clone())
+                .collect();
+            self.scopes.push(names);
+            ControlFlow::Continue(())
+        }
+        fn post_visit_query(&mut self, _query: &Query) -> ControlFlow<()> {
+            self.scopes.pop();
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
+            if let TableFactor::Table {
+                name,
+                args: Some(_),
+                ..
+            } = factor
+            {
+                self.functions.push(name);
+            }
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_relation(&mut self, relation: &ObjectName) -> ControlFlow<()> {
+            self.add(relation);
+            ControlFlow::Continue(())
+        }
+        fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
+            // Targets the visitor does not report as relations.
+            match statement {
+                Statement::Insert(insert) => {
+                    if let sqlparser::ast::TableObject::TableName(name) = &insert.table {
+                        self.add(name);
+                    }
+                }
+                Statement::Drop {
+                    object_type: ObjectType::Table | ObjectType::View | ObjectType::MaterializedView,
+                    names,
+                    ..
+                } => {
+                    for name in names {
+                        self.add(name);
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        }
+    }
+    guard(dialect, sql, || {
+        let script = parse_script(dialect, sql)?;
+        let mut collector = Collector::default();
+        for statement in &script.statements {
+            collector.scopes.clear();
+            collector.functions.clear();
+            let _ = statement.ast.visit(&mut collector);
+        }
+        Ok(collector.tables)
+    })
+}
+
+/// Pretty-prints a script (SQL Lab's "Format SQL"): each statement through sqlparser's
+/// pretty printer (`{:#}`), joined with `";\n\n"`. Comments are not kept (the parser drops
+/// them) and keywords/spacing are normalised; an empty script formats to `""`.
+pub fn format_sql(dialect: SqlDialect, sql: &str) -> Result<String, SqlError> {
+    guard(dialect, sql, || {
+        let script = parse_script(dialect, sql)?;
+        Ok(script
+            .statements
+            .iter()
+            .map(|s| format!("{:#}", s.ast))
+            .collect::<Vec<_>>()
+            .join(";\n\n"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PG: SqlDialect = SqlDialect::Postgres;
+    const LITE: SqlDialect = SqlDialect::Sqlite;
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn fragments_accepted() {
+        use FragmentKind::{Expression as E, Having as H, Where as W};
+        let cases: &[(SqlDialect, FragmentKind, &str)] = &[
+            (PG, E, "SUM(a)/SUM(b)"),
+            (PG, E, "order_date::date"),
+            (PG, E, "EXTRACT(YEAR FROM order_date)"),
+            (PG, E, "COALESCE(region, 'Unknown')"),
+            (PG, E, "CAST(order_date AS DATE)"),
+            (PG, E, "revenue / NULLIF(quantity, 0)"),
+            (PG, E, "COUNT(DISTINCT user_id)"),
+            (PG, E, "date_trunc('month', x)"),
+            (
+                PG,
+                E,
+                "CASE WHEN amount > 100 THEN 'big' WHEN amount > 10 THEN 'mid' ELSE 'small' END",
+            ),
+            (
+                PG,
+                E,
+                "SUM(revenue) OVER (PARTITION BY region ORDER BY order_date)",
+            ),
+            (PG, E, "ROW_NUMBER() OVER (ORDER BY x DESC)"),
+            (PG, E, "SUM(x) FILTER (WHERE y > 0)"),
+            (PG, E, "x = 1 -- trailing comment"),
+            (PG, E, "x=1 -- )"),
+            (PG, E, "x /* inline */ + 1"),
+            (PG, E, "  SUM(a)  \n"),
+            (PG, W, "duration_ms > 30000"),
+            (PG, W, "(discount IS NULL OR discount < 0.2)"),
+            (PG, W, "event_ts >= '2024-06-01 00:00:00+00' AND score > 50"),
+            (PG, W, "x = 1 --"),
+            (PG, W, "region IN ('a', 'b') AND NOT (x BETWEEN 1 AND 2)"),
+            (PG, W, "name ILIKE '%o''brien%'"),
+            (PG, W, "'\\' = x"),
+            (PG, H, "SUM(revenue) > 1000"),
+            (PG, H, "COUNT(*) > 1"),
+            (LITE, E, "strftime('%Y', order_date)"),
+            (LITE, E, "\"quoted col\" + [bracket col] + `tick`"),
+            (LITE, E, "CAST(x AS INTEGER)"),
+            (LITE, W, "x = 'it''s' -- note"),
+            (LITE, H, "SUM(a) > 0"),
+            // SQLite comments run to a line feed only, so this is all comment there too.
+            (LITE, W, "x = 1 -- \r) OR (1=1"),
+            // A PostgreSQL escape string really does contain the quote.
+            (PG, W, "x = E'\\' ) OR (1=1 --'"),
+            (PG, W, "x = $a$ ) OR (1=1 $a$"),
+            (PG, W, ""),
+            (PG, E, "   \n\t "),
+        ];
+        for (dialect, kind, fragment) in cases {
+            assert_eq!(
+                check_fragment(*dialect, fragment, *kind),
+                Ok(()),
+                "{dialect:?} {kind:?} {fragment:?}"
+            );
+            // The wrapped form the caller embeds must parse as part of a query too.
+            if !fragment.trim().is_empty() {
+                let query = format!(
+                    "SELECT * FROM t WHERE {} AND y = 1",
+                    wrap_fragment(fragment)
+                );
+                if *kind != E {
+                    assert!(split_statements(*dialect, &query).is_ok(), "{query:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fragments_refused_as_invalid() {
+        use FragmentKind::{Expression as E, Having as H, Where as W};
+        // (dialect, kind, fragment, highlight)
+        let cases: &[(SqlDialect, FragmentKind, &str, Option<&str>)] = &[
+            (PG, W, "1=1; DROP TABLE x", Some(";")),
+            (PG, W, "1=1; DELETE FROM t", Some(";")),
+            (PG, W, "1=1) OR (1=1", Some(")")),
+            (PG, W, "1=1)) OR ((1=1", Some(")")),
+            (PG, W, "x = 1;", Some(";")),
+            (PG, W, "1=1 UNION SELECT password FROM users", Some("UNION")),
+            (PG, E, "SUM(a) AS total", Some("AS")),
+            (PG, E, "SUM(a), SUM(b)", Some(",")),
+            (PG, E, "1=1) --", Some(")")),
+            (PG, E, "SUM(revenue", Some("revenue")),
+            (PG, E, "a +", Some("+")),
+            (PG, H, "SUM(x) >", Some(">")),
+            (PG, E, "SELECT 1", Some("1")),
+            (PG, W, "'\\' ) OR (1=1 --'", Some(")")),
+            (PG, W, "E'\\'' ) OR (1=1", Some(")")),
+            (PG, W, "x = $$ ) $$ ) OR (1=1", Some(")")),
+            (PG, W, "x = 'abc", None),
+            (PG, W, "x = 1 /* open comment", None),
+            (PG, W, "x = 1 /* a /* nested */ still open", None),
+            (PG, W, "x = 1 */", Some("/")),
+            (LITE, W, "x = 1 /* a /* b */ c */", Some("c")),
+            (LITE, W, "1=1) OR (1=1", Some(")")),
+            (LITE, W, "1=1; DELETE FROM t", Some(";")),
+            // Tokenizer corner cases where a mismatch with the database would let text escape:
+            // PostgreSQL ends `--` comments at a carriage return too; `$` continues an
+            // identifier; SQLite has no dollar quoting and no E'' escape strings.
+            (PG, W, "x = 1 -- \r) OR (1=1", Some(")")),
+            (PG, W, "date$$ ) OR (1=1 --$$", Some(")")),
+            (LITE, W, "x = $$ ) OR (1=1 --$$", Some(")")),
+            (LITE, W, "E'\\' ) OR (1=1 --'", Some("'\\'")),
+            (LITE, W, "x = 1 /* a /* b */ ) OR (1=1", Some(")")),
+            (PG, W, "x = 1 --\0", None),
+            (LITE, W, "x = '\0') OR (1=1", None),
+        ];
+        for (dialect, kind, fragment, highlight) in cases {
+            let err = check_fragment(*dialect, fragment, *kind).expect_err(fragment);
+            assert_eq!(
+                err.kind(),
+                SqlErrorKind::InvalidSql,
+                "{fragment:?}: {err:?}"
+            );
+            assert_eq!(err.error_type(), "INVALID_SQL_ERROR");
+            assert_eq!(err.http_status(), 422);
+            assert_eq!(err.highlight(), *highlight, "{fragment:?}: {err:?}");
+            assert!(err.message().starts_with("Error parsing"), "{err:?}");
+            assert_eq!(err.engine(), dialect.engine());
+        }
+    }
+
+    #[test]
+    fn fragment_error_positions() {
+        let err = check_fragment(PG, "SUM(revenue", FragmentKind::Expression).unwrap_err();
+        assert_eq!(err.message(), "Error parsing near 'revenue' at line 1:18");
+        assert_eq!(err.sql(), "SELECT SUM(revenue");
+        assert_eq!((err.line(), err.column()), (Some(1), Some(18)));
+        assert_eq!(err.highlight(), Some("revenue"));
+        assert_eq!(err.detail(), Some("Expected: ), found: EOF"));
+        assert_eq!(err.to_string(), err.message());
+
+        // Clauses are parsed (and positioned) on their own, as Superset's sanitize_clause does.
+        let err = check_fragment(PG, "1=1) OR (1=1", FragmentKind::Where).unwrap_err();
+        assert_eq!(err.message(), "Error parsing near ')' at line 1:4");
+        assert_eq!(err.sql(), "1=1) OR (1=1");
+
+        let err = check_fragment(PG, "x +\n  (1 + ", FragmentKind::Expression).unwrap_err();
+        assert_eq!((err.line(), err.column()), (Some(2), Some(6)));
+        assert_eq!(err.highlight(), Some("+"));
+
+        let err = check_fragment(PG, "x = 'abc", FragmentKind::Where).unwrap_err();
+        assert_eq!((err.line(), err.column()), (Some(1), Some(5)));
+        assert_eq!(
+            err.message(),
+            "Error parsing at line 1:5: Unterminated string literal"
+        );
+    }
+
+    #[test]
+    fn fragments_refused_as_subqueries() {
+        use FragmentKind::{Expression as E, Having as H, Where as W};
+        let cases: &[(FragmentKind, &str)] = &[
+            (E, "(SELECT max(x) FROM t)"),
+            (W, "x IN (SELECT y FROM z)"),
+            (W, "EXISTS (SELECT 1)"),
+            (W, "NOT EXISTS (SELECT 1 FROM secrets)"),
+            (E, "ARRAY(SELECT 1)"),
+            (W, "x = ANY(SELECT y FROM z)"),
+            (E, "COALESCE((SELECT 1), 0)"),
+            (E, "SUM(x) FILTER (WHERE y IN (SELECT 1))"),
+            (E, "CASE WHEN EXISTS (SELECT 1) THEN 1 END"),
+            (H, "SUM(x) > (SELECT avg(x) FROM t)"),
+        ];
+        for (kind, fragment) in cases {
+            let err = check_fragment(PG, fragment, *kind).expect_err(fragment);
+            assert_eq!(
+                err.kind(),
+                SqlErrorKind::AdhocSubqueryNotAllowed,
+                "{fragment:?}"
+            );
+            assert_eq!(err.error_type(), "ADHOC_SUBQUERY_NOT_ALLOWED_ERROR");
+            assert_eq!(
+                err.message(),
+                "Custom SQL fields cannot contain sub-queries."
+            );
+            assert_eq!(err.http_status(), 400);
+            assert_eq!(err.sql(), *fragment);
+        }
+    }
+
+    #[test]
+    fn wrap_fragment_neutralises_trailing_comment() {
+        assert_eq!(wrap_fragment("x = 1 --"), "(x = 1 --\n)");
+        let sql = format!(
+            "SELECT a FROM t WHERE {} AND tenant = 7",
+            wrap_fragment("x=1 -- )")
+        );
+        let statements = split_statements(PG, &sql).unwrap();
+        assert_eq!(statements.len(), 1);
+        // The tenant predicate survives the comment.
+        assert!(format_sql(PG, &sql).unwrap().contains("tenant = 7"));
+    }
+
+    #[test]
+    fn splits_statements() {
+        // (script, [(statement text, is_query, is_mutating)])
+        type Case<'a> = (&'a str, &'a [(&'a str, bool, bool)]);
+        let cases: &[Case] = &[
+            (
+                "SELECT 1; SELECT 2;",
+                &[("SELECT 1", true, false), ("SELECT 2", true, false)],
+            ),
+            (
+                "-- lead\nSELECT 1; -- c\n/* x */ SELECT 'a;b' ;;",
+                &[("SELECT 1", true, false), ("SELECT 'a;b'", true, false)],
+            ),
+            (
+                "SELECT 1;\nINSERT INTO t VALUES (1);\nSELECT * INTO t2 FROM t",
+                &[
+                    ("SELECT 1", true, false),
+                    ("INSERT INTO t VALUES (1)", false, true),
+                    ("SELECT * INTO t2 FROM t", false, true),
+                ],
+            ),
+            (
+                "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
+                &[(
+                    "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
+                    true,
+                    true,
+                )],
+            ),
+            (
+                "select  $$a;b$$ ,\n  \"x;y\"",
+                &[("select  $$a;b$$ ,\n  \"x;y\"", true, false)],
+            ),
+            ("SHOW search_path", &[("SHOW search_path", false, false)]),
+            ("", &[]),
+            ("  ;; -- only a comment\n", &[]),
+        ];
+        for (sql, expected) in cases {
+            let got = split_statements(PG, sql).unwrap();
+            let got: Vec<(&str, bool, bool)> = got
+                .iter()
+                .map(|s| (s.sql.as_str(), s.is_query, s.is_mutating))
+                .collect();
+            assert_eq!(got, *expected, "{sql:?}");
+        }
+        let err = split_statements(PG, "SELECT 1 SELECT 2").unwrap_err();
+        assert_eq!(err.highlight(), Some("SELECT"));
+        assert_eq!((err.line(), err.column()), (Some(1), Some(15)));
+        assert!(split_statements(PG, "SELECT FROM WHERE").is_err());
+    }
+
+    #[test]
+    fn detects_mutating_statements() {
+        let cases: &[(SqlDialect, &str, bool)] = &[
+            (PG, "SELECT * FROM t", false),
+            (PG, "WITH a AS (SELECT 1) SELECT * FROM a", false),
+            (PG, "VALUES (1), (2)", false),
+            (PG, "SELECT 1 UNION ALL SELECT 2", false),
+            (PG, "SELECT * FROM t FOR UPDATE", false),
+            (PG, "EXPLAIN SELECT 1", false),
+            (PG, "EXPLAIN DELETE FROM t", false),
+            (PG, "EXPLAIN ANALYZE SELECT 1", false),
+            (PG, "EXPLAIN ANALYZE DELETE FROM t", true),
+            (PG, "EXPLAIN (ANALYZE) DELETE FROM t", true),
+            (
+                PG,
+                "EXPLAIN (ANALYZE, FORMAT JSON) UPDATE t SET a = 1",
+                true,
+            ),
+            (PG, "SHOW search_path", false),
+            (PG, "SHOW TABLES", false),
+            (PG, "", false),
+            (PG, "-- just a comment", false),
+            (PG, "INSERT INTO t VALUES (1)", true),
+            (PG, "UPDATE t SET a = 1", true),
+            (PG, "DELETE FROM t", true),
+            (
+                PG,
+                "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE",
+                true,
+            ),
+            (PG, "CREATE TABLE t (a int)", true),
+            (PG, "CREATE TABLE t AS SELECT 1", true),
+            (PG, "CREATE VIEW v AS SELECT 1", true),
+            (PG, "DROP TABLE t", true),
+            (PG, "ALTER TABLE t ADD COLUMN b int", true),
+            (PG, "TRUNCATE t", true),
+            (PG, "GRANT SELECT ON t TO bob", true),
+            (PG, "REVOKE SELECT ON t FROM bob", true),
+            (PG, "COPY t TO STDOUT", true),
+            (PG, "SET ROLE admin", true),
+            (PG, "SET search_path = evil", true),
+            (PG, "CALL do_it()", true),
+            (PG, "BEGIN", true),
+            (PG, "SELECT * INTO t2 FROM t", true),
+            (PG, "SELECT 1; DROP TABLE t", true),
+            (
+                PG,
+                "WITH d AS (DELETE FROM t RETURNING *) SELECT * FROM d",
+                true,
+            ),
+            (
+                PG,
+                "WITH i AS (INSERT INTO t VALUES (1) RETURNING id) SELECT id FROM i",
+                true,
+            ),
+            (
+                PG,
+                "WITH u AS (UPDATE t SET a = 1 RETURNING *) SELECT count(*) FROM u",
+                true,
+            ),
+            (
+                PG,
+                "WITH a AS (SELECT 1), b AS (DELETE FROM t RETURNING 1) SELECT * FROM a",
+                true,
+            ),
+            (LITE, "SELECT * FROM t", false),
+            (LITE, "PRAGMA table_info('t')", false),
+            (LITE, "PRAGMA user_version", false),
+            (LITE, "PRAGMA user_version = 3", true),
+            (LITE, "PRAGMA journal_mode = 'wal'", true),
+            (LITE, "PRAGMA writable_schema", true),
+            (LITE, "ATTACH DATABASE 'other.db' AS other", true),
+            (LITE, "INSERT OR REPLACE INTO t VALUES (1)", true),
+            (LITE, "VACUUM", true),
+        ];
+        for (dialect, sql, expected) in cases {
+            assert_eq!(is_mutating(*dialect, sql), Ok(*expected), "{sql:?}");
+        }
+        let err = is_mutating(PG, "DELETE FROM").unwrap_err();
+        assert_eq!(err.kind(), SqlErrorKind::InvalidSql);
+    }
+
+    #[test]
+    fn applies_limits() {
+        use LimitingFactor::{Dropdown as D, NotLimited as N, Query as Q, QueryAndDropdown as QD};
+        // (dialect, sql, limit, expected sql, factor, effective limit, query's own limit)
+        type Case<'a> = (
+            SqlDialect,
+            &'a str,
+            u64,
+            &'a str,
+            LimitingFactor,
+            Option<u64>,
+            Option<u64>,
+        );
+        let cases: &[Case] = &[
+            (
+                PG,
+                "SELECT * FROM t",
+                100,
+                "SELECT * FROM t\nLIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT * FROM t LIMIT 1000",
+                100,
+                "SELECT * FROM t LIMIT 100",
+                D,
+                Some(100),
+                Some(1000),
+            ),
+            (
+                PG,
+                "SELECT * FROM t LIMIT 10",
+                100,
+                "SELECT * FROM t LIMIT 10",
+                Q,
+                Some(10),
+                Some(10),
+            ),
+            (
+                PG,
+                "SELECT * FROM t LIMIT 100",
+                100,
+                "SELECT * FROM t LIMIT 100",
+                QD,
+                Some(100),
+                Some(100),
+            ),
+            (
+                PG,
+                "SELECT * FROM t ORDER BY a LIMIT 1000 OFFSET 20",
+                100,
+                "SELECT * FROM t ORDER BY a LIMIT 100 OFFSET 20",
+                D,
+                Some(100),
+                Some(1000),
+            ),
+            (
+                PG,
+                "SELECT * FROM t OFFSET 20",
+                100,
+                "SELECT * FROM t LIMIT 100 OFFSET 20",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "WITH c AS (SELECT * FROM t LIMIT 5000) SELECT * FROM c",
+                100,
+                "WITH c AS (SELECT * FROM t LIMIT 5000) SELECT * FROM c\nLIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "WITH c AS (SELECT 1) SELECT * FROM c LIMIT 7",
+                100,
+                "WITH c AS (SELECT 1) SELECT * FROM c LIMIT 7",
+                Q,
+                Some(7),
+                Some(7),
+            ),
+            (
+                PG,
+                "SELECT a FROM t UNION ALL SELECT b FROM u",
+                100,
+                "SELECT a FROM t UNION ALL SELECT b FROM u\nLIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT a FROM t UNION SELECT b FROM u LIMIT 500",
+                100,
+                "SELECT a FROM t UNION SELECT b FROM u LIMIT 100",
+                D,
+                Some(100),
+                Some(500),
+            ),
+            (
+                PG,
+                "SELECT * FROM t LIMIT $1",
+                100,
+                "SELECT * FROM t LIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT * FROM t LIMIT 10 + 5",
+                100,
+                "SELECT * FROM t LIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT * FROM t LIMIT ALL",
+                100,
+                "SELECT * FROM t LIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT * FROM t FETCH FIRST 500 ROWS ONLY",
+                100,
+                "SELECT * FROM t FETCH FIRST 100 ROWS ONLY",
+                D,
+                Some(100),
+                Some(500),
+            ),
+            (
+                PG,
+                "SELECT * FROM t FETCH FIRST ROW ONLY",
+                100,
+                "SELECT * FROM t FETCH FIRST ROW ONLY",
+                Q,
+                Some(1),
+                Some(1),
+            ),
+            (
+                PG,
+                "SELECT * FROM t FOR UPDATE",
+                100,
+                "SELECT * FROM t LIMIT 100 FOR UPDATE",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT 1; SELECT * FROM t -- trailing\n",
+                100,
+                "SELECT 1; SELECT * FROM t\nLIMIT 100 -- trailing\n",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT * FROM t;",
+                100,
+                "SELECT * FROM t\nLIMIT 100;",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "VALUES (1), (2)",
+                100,
+                "VALUES (1), (2)\nLIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                PG,
+                "SELECT 'é€🙂' AS x FROM t LIMIT 1000 -- ünïcode",
+                100,
+                "SELECT 'é€🙂' AS x FROM t LIMIT 100 -- ünïcode",
+                D,
+                Some(100),
+                Some(1000),
+            ),
+            (
+                PG,
+                "SELECT *\r\nFROM t\r\nLIMIT 1000",
+                100,
+                "SELECT *\r\nFROM t\r\nLIMIT 100",
+                D,
+                Some(100),
+                Some(1000),
+            ),
+            (
+                PG,
+                "INSERT INTO t VALUES (1)",
+                100,
+                "INSERT INTO t VALUES (1)",
+                N,
+                None,
+                None,
+            ),
+            (
+                PG,
+                "SELECT * INTO t2 FROM t",
+                100,
+                "SELECT * INTO t2 FROM t",
+                N,
+                None,
+                None,
+            ),
+            (
+                PG,
+                "SELECT * FROM t; DELETE FROM t",
+                100,
+                "SELECT * FROM t; DELETE FROM t",
+                N,
+                None,
+                None,
+            ),
+            (
+                PG,
+                "EXPLAIN SELECT * FROM t",
+                100,
+                "EXPLAIN SELECT * FROM t",
+                N,
+                None,
+                None,
+            ),
+            (PG, "", 100, "", N, None, None),
+            (
+                LITE,
+                "SELECT * FROM t LIMIT 5, 1000",
+                100,
+                "SELECT * FROM t LIMIT 5, 100",
+                D,
+                Some(100),
+                Some(1000),
+            ),
+            (
+                LITE,
+                "SELECT * FROM t",
+                100,
+                "SELECT * FROM t\nLIMIT 100",
+                D,
+                Some(100),
+                None,
+            ),
+            (
+                LITE,
+                "SELECT * FROM t OFFSET 3",
+                10,
+                "SELECT * FROM t LIMIT 10 OFFSET 3",
+                D,
+                Some(10),
+                None,
+            ),
+        ];
+        for (dialect, sql, limit, expected, factor, effective, own) in cases {
+            let (got, outcome) = apply_limit(*dialect, sql, *limit).unwrap();
+            assert_eq!(got, *expected, "{sql:?}");
+            assert_eq!(outcome.factor, *factor, "{sql:?}");
+            assert_eq!(outcome.limit, *effective, "{sql:?}");
+            assert_eq!(outcome.query_limit, *own, "{sql:?}");
+            assert_eq!(outcome.changed, got != *sql, "{sql:?}");
+            // Whatever we produce still parses.
+            assert!(split_statements(*dialect, &got).is_ok(), "{got:?}");
+        }
+        assert!(apply_limit(PG, "SELECT (", 10).is_err());
+        assert_eq!(
+            LimitingFactor::QueryAndDropdown.as_str(),
+            "QUERY_AND_DROPDOWN"
+        );
+        assert_eq!(LimitingFactor::NotLimited.as_str(), "NOT_LIMITED");
+        assert_eq!(LimitingFactor::Dropdown.as_str(), "DROPDOWN");
+        assert_eq!(LimitingFactor::Query.as_str(), "QUERY");
+    }
+
+    #[test]
+    fn lists_functions() {
+        let cases: &[(SqlDialect, &str, &[&str])] = &[
+            (PG, "SELECT 1 AS x FROM pg_sleep(0.5)", &["pg_sleep"]),
+            (PG, "SELECT pg_catalog.pg_sleep(1)", &["pg_sleep"]),
+            (PG, "SELECT PG_READ_FILE('/etc/passwd')", &["pg_read_file"]),
+            (
+                PG,
+                "SELECT query_to_xml('select 1', true, true, '')",
+                &["query_to_xml"],
+            ),
+            (
+                PG,
+                "WITH a AS (SELECT version()) SELECT * FROM a",
+                &["version"],
+            ),
+            (
+                PG,
+                "SELECT * FROM t WHERE x IN (SELECT max(y) FROM u)",
+                &["max"],
+            ),
+            (
+                PG,
+                "SELECT COUNT(DISTINCT a), date_trunc('month', d), EXTRACT(YEAR FROM d) FROM t",
+                &["count", "date_trunc", "extract"],
+            ),
+            (
+                PG,
+                "SELECT * FROM generate_series(1, 10) AS g(n)",
+                &["generate_series"],
+            ),
+            (
+                PG,
+                "SELECT upper(lower(x)) FROM t; SELECT now()",
+                &["lower", "now", "upper"],
+            ),
+            (
+                PG,
+                "WITH d AS (DELETE FROM t RETURNING pg_sleep(1)) SELECT * FROM d",
+                &["pg_sleep"],
+            ),
+            (
+                PG,
+                "SELECT * FROM (SELECT inet_server_addr()) s",
+                &["inet_server_addr"],
+            ),
+            (
+                PG,
+                "SELECT SUBSTRING(x FROM 1 FOR 2), TRIM(y)",
+                &["substring", "trim"],
+            ),
+            (PG, "SELECT sum(x) OVER (PARTITION BY y) FROM t", &["sum"]),
+            (PG, "SELECT 1", &[]),
+            (PG, "", &[]),
+            (LITE, "SELECT load_extension('x')", &["load_extension"]),
+        ];
+        for (dialect, sql, expected) in cases {
+            assert_eq!(
+                functions_called(*dialect, sql),
+                Ok(set(expected)),
+                "{sql:?}"
+            );
+        }
+        assert!(functions_called(PG, "SELECT (").is_err());
+    }
+
+    #[test]
+    fn lists_tables() {
+        let cases: &[(SqlDialect, &str, &[&str])] = &[
+            (PG, "SELECT * FROM golden.sales", &["golden.sales"]),
+            (
+                PG,
+                "WITH s AS (SELECT * FROM golden.sales) SELECT * FROM s JOIN dim d ON s.id = d.id",
+                &["dim", "golden.sales"],
+            ),
+            (
+                PG,
+                "SELECT * FROM (SELECT * FROM a) x WHERE y IN (SELECT y FROM b)",
+                &["a", "b"],
+            ),
+            (PG, "SELECT * FROM generate_series(1, 3)", &[]),
+            (PG, "SELECT 1", &[]),
+            (
+                PG,
+                "INSERT INTO foo.bar SELECT * FROM baz",
+                &["baz", "foo.bar"],
+            ),
+            (
+                PG,
+                "SELECT * FROM \"Golden\".\"Sales\"",
+                &["\"Golden\".\"Sales\""],
+            ),
+            (
+                PG,
+                "WITH s AS (SELECT 1) SELECT * FROM s; SELECT * FROM s",
+                &["s"],
+            ),
+            (PG, "WITH S AS (SELECT 1) SELECT * FROM s", &[]),
+            (
+                PG,
+                "SELECT * FROM a, b LEFT JOIN c ON true",
+                &["a", "b", "c"],
+            ),
+            (
+                PG,
+                "UPDATE t SET a = 1 FROM u WHERE t.id = u.id",
+                &["t", "u"],
+            ),
+            (PG, "DROP TABLE x, y", &["x", "y"]),
+            (
+                LITE,
+                "SELECT * FROM main.t JOIN [odd name] o ON 1",
+                &["[odd name]", "main.t"],
+            ),
+        ];
+        for (dialect, sql, expected) in cases {
+            assert_eq!(
+                tables_referenced(*dialect, sql),
+                Ok(set(expected)),
+                "{sql:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn formats_sql() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "select a, b from t where x = 1",
+                "SELECT\n  a,\n  b\nFROM\n  t\nWHERE\n  x = 1",
+            ),
+            ("select 1; select 2;", "SELECT\n  1;\n\nSELECT\n  2"),
+            ("", ""),
+        ];
+        for (sql, expected) in cases {
+            assert_eq!(format_sql(PG, sql).as_deref(), Ok(*expected), "{sql:?}");
+        }
+        assert!(format_sql(PG, "select from where").is_err());
+    }
+
+    #[test]
+    fn error_type_strings() {
+        assert_eq!(SqlErrorKind::InvalidSql.to_string(), "INVALID_SQL_ERROR");
+        assert_eq!(
+            SqlErrorKind::AdhocSubqueryNotAllowed.as_str(),
+            "ADHOC_SUBQUERY_NOT_ALLOWED_ERROR"
+        );
+        assert_eq!(SqlDialect::Postgres.engine(), "postgresql");
+        assert_eq!(SqlDialect::Sqlite.engine(), "sqlite");
+    }
+
+    /// Runs every public entry point on `sql`; none may panic or overflow the stack.
+    fn exercise(sql: &str) {
+        for dialect in [PG, LITE] {
+            for kind in [
+                FragmentKind::Expression,
+                FragmentKind::Where,
+                FragmentKind::Having,
+            ] {
+                let _ = check_fragment(dialect, sql, kind);
+            }
+            let _ = split_statements(dialect, sql);
+            let _ = is_mutating(dialect, sql);
+            let _ = apply_limit(dialect, sql, 100);
+            let _ = functions_called(dialect, sql);
+            let _ = tables_referenced(dialect, sql);
+            let _ = format_sql(dialect, sql);
+        }
+    }
+
+    /// Runs `f` on a thread with a 2 MiB stack (tokio's default for workers), so the test does
+    /// not depend on the test harness's stack size.
+    fn on_small_stack(f: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(f)
+            .expect("spawn")
+            .join()
+            .expect("no panic");
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        const PIECES: &[&str] = &[
+            "SELECT",
+            "FROM",
+            "WHERE",
+            "LIMIT",
+            "OFFSET",
+            "UNION",
+            "WITH",
+            "AS",
+            "CASE",
+            "WHEN",
+            "THEN",
+            "END",
+            "INTO",
+            "INSERT",
+            "VALUES",
+            "ARRAY",
+            "EXISTS",
+            "NOT",
+            "AND",
+            "OR",
+            "FETCH",
+            "FIRST",
+            "ROWS",
+            "ONLY",
+            "EXPLAIN",
+            "ANALYZE",
+            "PRAGMA",
+            "DELETE",
+            " ",
+            " ",
+            " ",
+            "\n",
+            "\r\n",
+            "\t",
+            "(",
+            ")",
+            "(",
+            ")",
+            "[",
+            "]",
+            "{",
+            "}",
+            "'",
+            "\"",
+            "`",
+            "--",
+            "/*",
+            "*/",
+            ";",
+            ",",
+            ".",
+            "::",
+            ":",
+            "1",
+            "0.5",
+            "1e9",
+            "x",
+            "t",
+            "$1",
+            "$$",
+            "$a$",
+            "E'",
+            "\\",
+            "N'",
+            "X'",
+            "U&'",
+            "+",
+            "-",
+            "*",
+            "/",
+            "%",
+            "^",
+            "||",
+            "->",
+            "->>",
+            "@>",
+            "!",
+            "~",
+            "=",
+            "<>",
+            "<",
+            ">",
+            "?",
+            "@",
+            "#",
+            "é",
+            "🙂",
+            "\0",
+            "18446744073709551616",
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut inputs = Vec::new();
+        for _ in 0..400 {
+            let len = (next() % 40) as usize;
+            let mut sql = String::new();
+            for _ in 0..len {
+                let r = next();
+                if r % 7 == 0 {
+                    // A raw character, occasionally outside ASCII.
+                    let c = char::from_u32((r >> 8) as u32 % 0x3000).unwrap_or('?');
+                    sql.push(c);
+                } else {
+                    sql.push_str(PIECES[(r >> 8) as usize % PIECES.len()]);
+                    if r % 3 == 0 {
+                        sql.push(' ');
+                    }
+                }
+            }
+            inputs.push(sql);
+        }
+        on_small_stack(move || {
+            for sql in &inputs {
+                exercise(sql);
+            }
+        });
+    }
+
+    #[test]
+    fn deep_input_is_an_error_not_a_crash() {
+        let nest = |n: usize, open: &str, inner: &str, close: &str| {
+            format!("SELECT {}{inner}{}", open.repeat(n), close.repeat(n))
+        };
+        let mut refused = Vec::new();
+        // 6 000 levels: past the chain estimate, refused before parsing.
+        // 2 000 levels: under it, refused by the parser's recursion limit.
+        for n in [6_000, 2_000] {
+            refused.extend([
+                format!("{}1{}", "(".repeat(n), ")".repeat(n)),
+                nest(n, "(", "1", ")"),
+                format!("SELECT * FROM {}t{}", "(".repeat(n), ")".repeat(n)),
+                nest(n, "ARRAY[", "1", "]"),
+                nest(n, "f(", "1", ")"),
+                nest(n, "(SELECT ", "1", ")"),
+                nest(n, "NOT ", "1", ""),
+                nest(n, "- ", "1", ""),
+                nest(n, "CASE WHEN 1 THEN ", "1", " END"),
+                nest(n, "CAST(", "1", " AS int)"),
+                nest(n, "EXISTS (SELECT ", "1", ")"),
+                format!("SELECT x::{}INT{}", "ARRAY<".repeat(n), " >".repeat(n)),
+                format!(
+                    "SELECT * FROM t WHERE {}x{}",
+                    "x IN (SELECT y FROM u WHERE ".repeat(n),
+                    ")".repeat(n)
+                ),
+            ]);
+        }
+        let n = 6_000;
+        refused.extend([
+            format!("SELECT 1{}", "+1".repeat(n)),
+            format!("SELECT x{}", "::int".repeat(n)),
+            format!("SELECT x::int{}", "[]".repeat(n / BRACKET_WEIGHT * 2)),
+            format!("SELECT x{}", "[1]".repeat(n / BRACKET_WEIGHT * 2)),
+            format!("SELECT 1 WHERE a{}", " AND a".repeat(n)),
+            format!(
+                "SELECT 1, 2{}",
+                " UNION SELECT 1, 2".repeat(MAX_SET_OPERATIONS + 1)
+            ),
+            format!("{}1", "1=1 OR ".repeat(n)),
+            format!("SELECT x{}", " IS NULL".repeat(n)),
+            format!("SELECT x{}", "->'a'".repeat(n)),
+        ]);
+        on_small_stack(move || {
+            for sql in &refused {
+                let prefix: String = sql.chars().take(40).collect();
+                for dialect in [PG, LITE] {
+                    let err = split_statements(dialect, sql).expect_err(&prefix);
+                    assert_eq!(err.kind(), SqlErrorKind::InvalidSql);
+                    assert!(
+                        err.message().starts_with("Error parsing"),
+                        "{}",
+                        err.message()
+                    );
+                }
+                assert!(
+                    check_fragment(PG, sql, FragmentKind::Expression).is_err(),
+                    "{prefix}"
+                );
+                assert!(
+                    check_fragment(PG, sql, FragmentKind::Where).is_err(),
+                    "{prefix}"
+                );
+                exercise(sql);
+            }
+        });
+        let err = split_statements(PG, &format!("SELECT 1{}", "+1".repeat(6_000))).unwrap_err();
+        assert!(err.message().contains("too complex"), "{}", err.message());
+        let err = split_statements(
+            PG,
+            &format!("SELECT {}1{}", "(".repeat(300), ")".repeat(300)),
+        )
+        .unwrap_err();
+        assert_eq!(err.message(), "Error parsing: the SQL is nested too deeply");
+    }
+
+    /// Nesting of `ARRAY<…>` the recursion limit still accepts (asserted below).
+    const DEEPEST_ARRAY_TYPE: usize = 120;
+
+    #[test]
+    fn array_type_nesting_is_bounded_by_the_recursion_limit() {
+        let nested = |n: usize| format!("SELECT x::{}INT{}", "ARRAY<".repeat(n), " >".repeat(n));
+        assert!(split_statements(PG, &nested(DEEPEST_ARRAY_TYPE)).is_ok());
+        assert!(split_statements(PG, &nested(RECURSION_LIMIT + 1)).is_err());
+    }
+
+    #[test]
+    fn large_but_flat_input_is_fine() {
+        let cases: Vec<(String, usize)> = vec![
+            // Long comma-separated lists: siblings, nothing deep.
+            (
+                format!("SELECT * FROM t WHERE x IN ({}0)", "1, ".repeat(10_000)),
+                1,
+            ),
+            (
+                format!("INSERT INTO t VALUES {}(0)", "(1, 'a'), ".repeat(3_000)),
+                1,
+            ),
+            (format!("SELECT {}0", "a + b, ".repeat(3_000)), 1),
+            ("SELECT 1;".repeat(1_000), 1_000),
+            // Chains just under the limits, built as deep as the guard lets through.
+            (format!("SELECT 1{}", "+1".repeat(MAX_CHAIN - 10)), 1),
+            (
+                format!(
+                    "SELECT x::int{}",
+                    "[]".repeat(MAX_CHAIN / BRACKET_WEIGHT - 2)
+                ),
+                1,
+            ),
+            (
+                format!("SELECT x{}", "[1]".repeat(MAX_CHAIN / BRACKET_WEIGHT - 2)),
+                1,
+            ),
+            (format!("SELECT x{}", "::int".repeat(MAX_CHAIN / 2 - 10)), 1),
+            (
+                format!("SELECT 1 WHERE a{}", " AND a".repeat(MAX_CHAIN - 10)),
+                1,
+            ),
+            (
+                format!("SELECT 1{}", " UNION SELECT 1".repeat(MAX_SET_OPERATIONS)),
+                1,
+            ),
+            (
+                format!("SELECT CASE{} END", " WHEN a = 1 THEN 'b'".repeat(1_500)),
+                1,
+            ),
+            (format!("SELECT {}1{}", "(".repeat(60), ")".repeat(60)), 1),
+            // The deepest array type both limits let through, printed by format_sql and by
+            // apply_limit's re-rendering (`OFFSET` forces it).
+            (
+                format!(
+                    "SELECT x::{}INT{}{} FROM t OFFSET 1",
+                    "ARRAY<".repeat(DEEPEST_ARRAY_TYPE),
+                    " >".repeat(DEEPEST_ARRAY_TYPE),
+                    // ARRAY, <, > count 3 per level; the brackets take the rest of the budget.
+                    "[]".repeat((MAX_CHAIN - 3 * DEEPEST_ARRAY_TYPE - 20) / BRACKET_WEIGHT)
+                ),
+                1,
+            ),
+        ];
+        on_small_stack(move || {
+            for (sql, count) in &cases {
+                let prefix: String = sql.chars().take(30).collect();
+                let statements = split_statements(PG, sql)
+                    .unwrap_or_else(|e| panic!("{prefix}: {}", e.message()));
+                assert_eq!(statements.len(), *count, "{prefix}");
+                assert!(is_mutating(PG, sql).is_ok());
+                assert!(format_sql(PG, sql).is_ok());
+                assert!(apply_limit(PG, sql, 10).is_ok());
+            }
+        });
+    }
+
+    #[test]
+    fn nested_subqueries_within_recursion_limit() {
+        let depth = 30;
+        let sql = format!(
+            "SELECT * FROM {}golden.sales{}",
+            "(SELECT * FROM ".repeat(depth),
+            ") s".repeat(depth)
+        );
+        assert_eq!(tables_referenced(PG, &sql), Ok(set(&["golden.sales"])));
+        let fragment = format!("{}x{}", "COALESCE(".repeat(40), ", 0)".repeat(40));
+        assert_eq!(
+            check_fragment(PG, &fragment, FragmentKind::Expression),
+            Ok(())
+        );
+    }
+}
