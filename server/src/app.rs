@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use poem::listener::{Acceptor, Listener, TcpListener};
-
 use crate::auth::{self, AuthService, catalog};
 use crate::config::{Config, ConfigError};
 use crate::store::{self, Location, NewUser, Store};
@@ -24,6 +22,8 @@ pub struct AppState {
     pub engines: crate::engines::Engines,
     /// Runs chart and SQL Lab queries through the results cache and single flight.
     pub runner: crate::query::runner::Runner,
+    /// Open client connections, so long-running handlers notice a client that went away.
+    pub connections: Arc<crate::net::Connections>,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -72,6 +72,7 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         sealer,
         engines,
         runner,
+        connections: Arc::default(),
     }))
 }
 
@@ -141,13 +142,8 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
         lock.commit().await?;
     }
 
-    let acceptor = TcpListener::bind(bind).into_acceptor().await?;
-    let local = acceptor
-        .local_addr()
-        .into_iter()
-        .next()
-        .and_then(|a| a.as_socket_addr().copied())
-        .unwrap_or(bind);
+    let acceptor = crate::net::WatchedAcceptor::bind(bind, state.connections.clone()).await?;
+    let local = acceptor.local_socket_addr().unwrap_or(bind);
     tracing::info!(
         message = "Listening.",
         address = %local,

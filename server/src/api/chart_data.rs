@@ -54,16 +54,22 @@ pub struct ChartDataApi {
 impl ChartDataApi {
     /// Run a query context (Superset's `POST /chart/data`).
     #[oai(path = "/data", method = "post", operation_id = "chart_data")]
-    async fn data(&self, auth: Auth, body: JsonBody<Json_>) -> Result<ChartData, ApiError> {
+    async fn data(
+        &self,
+        req: &poem::Request,
+        auth: Auth,
+        body: JsonBody<Json_>,
+    ) -> Result<ChartData, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
         let ctx = context::parse(&body.0)?;
-        run(&self.state, &user, ctx, &body.0).await
+        until_gone(&self.state, req, run(&self.state, &user, ctx, &body.0)).await
     }
 
     /// The data of a saved chart, from its saved query context.
     #[oai(path = "/:pk/data", method = "get", operation_id = "chart_data_get")]
     async fn chart_data(
         &self,
+        req: &poem::Request,
         auth: Auth,
         pk: Path<i64>,
         format: Query<Option<String>>,
@@ -111,7 +117,7 @@ impl ChartDataApi {
             fd.insert("slice_id".into(), json!(pk.0));
         }
         let ctx = context::parse(&body)?;
-        run(&self.state, &user, ctx, &body).await
+        until_gone(&self.state, req, run(&self.state, &user, ctx, &body)).await
     }
 
     /// A result by its `cache_key` (as returned by `POST /chart/data`).
@@ -120,7 +126,12 @@ impl ChartDataApi {
         method = "get",
         operation_id = "chart_data_cached"
     )]
-    async fn cached(&self, auth: Auth, cache_key: Path<String>) -> Result<ChartData, ApiError> {
+    async fn cached(
+        &self,
+        req: &poem::Request,
+        auth: Auth,
+        cache_key: Path<String>,
+    ) -> Result<ChartData, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
         let Some(body) = self.state.runner.context(&cache_key.0).await else {
             return Err(QueryError::CacheMiss.into());
@@ -130,7 +141,28 @@ impl ChartDataApi {
             obj.insert("force".into(), json!(false));
         }
         let ctx = context::parse(&body)?;
-        run(&self.state, &user, ctx, &body).await
+        until_gone(&self.state, req, run(&self.state, &user, ctx, &body)).await
+    }
+}
+
+/// Runs `work` until it finishes or the client closes its connection; dropping `work` then
+/// cancels its queries inside the database.
+pub async fn until_gone<T>(
+    state: &AppState,
+    req: &poem::Request,
+    work: impl std::future::Future<Output = Result<T, ApiError>>,
+) -> Result<T, ApiError> {
+    let peer = req.remote_addr().as_socket_addr().copied();
+    tokio::select! {
+        out = work => out,
+        () = state.connections.gone(peer.as_ref()) => {
+            tracing::info!(message = "Client went away; its queries were cancelled.");
+            // nginx's "client closed request"; nobody reads it.
+            Err(ApiError::message(
+                poem::http::StatusCode::from_u16(499).unwrap_or(poem::http::StatusCode::BAD_REQUEST),
+                "Client closed request",
+            ))
+        }
     }
 }
 
