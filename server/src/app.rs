@@ -141,6 +141,12 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     if let Some(lock) = lock {
         lock.commit().await?;
     }
+    // A fresh embedded store gets the examples; a failure there must not stop the server.
+    if applied.contains(&1)
+        && let Err(e) = crate::examples::ensure(&state).await
+    {
+        tracing::warn!(message = "Could not create the examples.", error = %e);
+    }
 
     let acceptor = crate::net::WatchedAcceptor::bind(bind, state.connections.clone()).await?;
     let local = acceptor.local_socket_addr().unwrap_or(bind);

@@ -83,6 +83,9 @@ pub struct Config {
     pub disallowed_functions: Option<String>,
     /// Query execution, results cache and SQL Lab settings.
     pub query: QueryConfig,
+    /// Create the example database, datasets, charts and dashboard on the first start of the
+    /// embedded default (SQLite metadata). Ignored in production mode.
+    pub examples: bool,
 }
 
 /// Functions refused by default: Superset's PostgreSQL list plus the ones that sleep or reach
@@ -299,6 +302,7 @@ impl Default for Config {
             metadata: MetadataConfig::default(),
             disallowed_functions: None,
             query: QueryConfig::default(),
+            examples: true,
         }
     }
 }

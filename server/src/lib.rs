@@ -9,6 +9,7 @@ pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod engines;
+pub mod examples;
 pub mod net;
 pub mod query;
 pub mod seal;

@@ -512,7 +512,9 @@ impl TestServerBuilder {
         }
         cmd.env("LITESET_DATA_DIR", &data_dir)
             .env("LITESET_ADMIN_PASSWORD", ADMIN_PASSWORD)
-            .env("LITESET_SECRET_KEY", SECRET_KEY);
+            .env("LITESET_SECRET_KEY", SECRET_KEY)
+            // Tests count what they create; the embedded examples are tested on their own.
+            .env("LITESET_EXAMPLES", "false");
         if let Some(url) = &metadata_url {
             cmd.env("LITESET_METADATA_URL", url);
         }

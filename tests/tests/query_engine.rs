@@ -431,3 +431,51 @@ async fn saved_charts_cache_keys_access_and_hostile_fragments() {
         "a cache key does not bypass access checks"
     );
 }
+
+#[tokio::test]
+async fn first_embedded_start_serves_example_charts() {
+    let server = TestServer::builder()
+        .env("LITESET_EXAMPLES", "true")
+        .start()
+        .await
+        .expect("server");
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let (s, dbs) = api.get("/api/v1/database/").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(dbs["result"][0]["database_name"], "examples", "{dbs}");
+    let (s, dash) = api.get("/api/v1/dashboard/sales-overview/charts").await;
+    assert_eq!(s, StatusCode::OK, "{dash}");
+    let charts = dash["result"].as_array().expect("charts");
+    assert_eq!(charts.len(), 4, "{dash}");
+    for c in charts {
+        let id = c["id"].as_i64().expect("id");
+        let (s, data) = api.get(&format!("/api/v1/chart/{id}/data/")).await;
+        assert_eq!(s, StatusCode::OK, "chart {id}: {data}");
+        let r = &data["result"][0];
+        assert!(
+            r["rowcount"].as_u64().is_some_and(|n| n > 0),
+            "chart {id}: {data}"
+        );
+    }
+    let (_, sales) = api
+        .get("/api/v1/dataset/?q=(filters:!((col:table_name,opr:eq,value:sales)))")
+        .await;
+    let sales = sales["ids"][0].as_i64().expect("sales dataset");
+    // The monthly line: 24 months of 2024–2025, the axis typed temporal.
+    let (_, line) = api
+        .post(
+            "/api/v1/chart/data",
+            json!({"datasource": {"id": sales, "type": "table"},
+                   "queries": [{"columns": [{"columnType": "BASE_AXIS", "sqlExpression": "order_date",
+                                             "label": "order_date", "timeGrain": "P1M"}],
+                                "metrics": ["count"], "orderby": [["order_date", true]],
+                                "filters": [{"col": "order_date", "op": "TEMPORAL_RANGE",
+                                             "val": "2024-01-01 : 2025-01-01"}]}]}),
+        )
+        .await;
+    let r = &line["result"][0];
+    assert_eq!(r["coltypes"], json!([2, 0]), "{line}");
+    assert_eq!(r["rowcount"], 12, "{line}");
+    assert_eq!(r["data"][0]["order_date"], json!(1_704_067_200_000.0_f64));
+    assert_eq!(r["from_dttm"], json!(1_704_067_200_000.0_f64));
+}

@@ -95,6 +95,11 @@ impl ChartDataApi {
         if let Some(t) = result_type.0 {
             obj.insert("result_type".into(), json!(t));
         }
+        // The chart row is authoritative for its dataset: a query context saved on another
+        // server (an imported bundle) still names that server's dataset id.
+        if let Some(ds) = chart.get::<i64>("datasource_id") {
+            obj.insert("datasource".into(), json!({"id": ds, "type": "table"}));
+        }
         obj.insert(
             "force".into(),
             json!(force.0.as_deref().is_some_and(|f| f == "true" || f == "1")),
