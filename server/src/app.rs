@@ -24,6 +24,9 @@ pub struct AppState {
     pub runner: crate::query::runner::Runner,
     /// Open client connections, so long-running handlers notice a client that went away.
     pub connections: Arc<crate::net::Connections>,
+    /// Datasets with their connection, as chart data loads them; dropped on any catalog write
+    /// here and expired after `auth.permission_cache_ttl_secs` for other replicas' writes.
+    pub datasources: crate::query::DatasourceCache,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -60,6 +63,12 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     let auth = AuthService::new(store.clone(), secret.expose().as_bytes(), &config.auth);
     let sealer = crate::seal::Sealer::new(secret.expose().as_bytes());
     let engines = crate::engines::Engines::new(config.query.engine_options(""));
+    let datasources = moka::future::Cache::builder()
+        .max_capacity(10_000)
+        .time_to_live(Duration::from_secs(
+            config.auth.permission_cache_ttl_secs.max(1),
+        ))
+        .build();
     let runner = crate::query::runner::Runner::new(
         engines.clone(),
         config.query.cache_max_mb * 1024 * 1024,
@@ -73,6 +82,7 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         engines,
         runner,
         connections: Arc::default(),
+        datasources,
     }))
 }
 

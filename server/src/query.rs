@@ -17,6 +17,10 @@ pub mod timerange;
 use crate::engines::{EngineError, GenericType};
 use crate::uri::Engine;
 
+/// Datasets with their connection by dataset id, shared by chart-data requests.
+pub type DatasourceCache =
+    moka::future::Cache<i64, std::sync::Arc<(Datasource, crate::engines::ConnectionSpec)>>;
+
 /// A dataset as the query layer needs it (loaded by the api layer from the catalog).
 #[derive(Clone, Debug)]
 pub struct Datasource {

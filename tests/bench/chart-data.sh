@@ -87,8 +87,9 @@ echo "users=$USERS, force: true, $(nproc) cores shared by wrk, the server and Po
 printf '| delay | req/s | ceiling %s/d | ratio | p50 | p99 | errors | csrf p50 | csrf p99 | RSS |\n' "$USERS"
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for d in $DELAYS; do
-    # Long enough for about a dozen round trips per user even at the longest delay.
-    secs=$(python3 -c "import math; print(max($DURATION, math.ceil(12 * $d)))")
+    # Long enough for a dozen round trips per user even at the longest delay, and a little
+    # longer than whole round trips so wrk's window does not cut the last one off.
+    secs=$(python3 -c "import math; print(max($DURATION, math.ceil(12 * $d * 1.02) + 1))")
     cat >"$WORK/post.lua" <<LUA
 wrk.method = "POST"
 wrk.body = io.open("$WORK/body_$d.json"):read("*a")

@@ -189,13 +189,46 @@ pub async fn with_state<E: Endpoint>(
     mut req: Request,
     state: Arc<AppState>,
 ) -> poem::Result<Response> {
-    req.extensions_mut().insert(state);
-    ep.call(req).await.map(IntoResponse::into_response)
+    req.extensions_mut().insert(state.clone());
+    let changes_catalog = changes_catalog(req.method(), req.uri().path());
+    let resp = ep.call(req).await.map(IntoResponse::into_response);
+    if changes_catalog {
+        // Datasets and databases are cached for chart data; any write to them (or an import)
+        // drops this process's copies. Other replicas' copies expire within seconds.
+        state.datasources.invalidate_all();
+    }
+    resp
+}
+
+/// Whether a request may change a dataset or database definition.
+fn changes_catalog(method: &poem::http::Method, path: &str) -> bool {
+    use poem::http::Method;
+    if !matches!(*method, Method::POST | Method::PUT | Method::DELETE) {
+        return false;
+    }
+    let Some(rest) = path.strip_prefix("/api/v1/") else {
+        return false;
+    };
+    rest.starts_with("dataset") || rest.starts_with("database") || rest.starts_with("assets")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn catalog_writes_are_recognised() {
+        use poem::http::Method;
+        assert!(changes_catalog(&Method::PUT, "/api/v1/dataset/3"));
+        assert!(changes_catalog(
+            &Method::DELETE,
+            "/api/v1/dataset/3/column/9"
+        ));
+        assert!(changes_catalog(&Method::POST, "/api/v1/database/import/"));
+        assert!(changes_catalog(&Method::POST, "/api/v1/assets/import/"));
+        assert!(!changes_catalog(&Method::GET, "/api/v1/dataset/3"));
+        assert!(!changes_catalog(&Method::POST, "/api/v1/chart/data"));
+    }
 
     #[test]
     fn superset_csrf_exemptions() {

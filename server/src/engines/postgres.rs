@@ -589,11 +589,16 @@ async fn run_statement(
     let Some(conn) = flight.conn.as_ref() else {
         return Err(EngineError::other("connection already released"));
     };
-    if opts.read_only {
+    // Requests on one connection are pipelined: BEGIN and the prepare share a round trip, and
+    // COMMIT (sent only once the Execute is on the wire) overlaps reading the rows.
+    let stmt = if opts.read_only {
         flight.in_transaction = true;
-        conn.batch_execute("BEGIN READ ONLY").await.map_err(map)?;
-    }
-    let stmt = conn.prepare(sql).await.map_err(map)?;
+        let (begin, stmt) = tokio::join!(conn.batch_execute("BEGIN READ ONLY"), conn.prepare(sql));
+        begin.map_err(map)?;
+        stmt.map_err(map)?
+    } else {
+        conn.prepare(sql).await.map_err(map)?
+    };
     if !stmt.params().is_empty() {
         return Err(EngineError::other(
             "The query has bind parameters ($1, …), which cannot be supplied here.",
@@ -608,26 +613,35 @@ async fn run_statement(
         })
         .collect::<Vec<_>>();
     let width = columns.len();
+    // Returns once the server acknowledged the Bind, so the Execute precedes any COMMIT.
     let stream = conn
         .query_raw(&stmt, std::iter::empty::<i32>())
         .await
         .map_err(map)?;
-    futures_util::pin_mut!(stream);
-    let mut rows = Vec::new();
-    while let Some(row) = stream.try_next().await.map_err(map)? {
-        if rows.len() >= opts.max_rows {
-            break;
+    let read = async {
+        futures_util::pin_mut!(stream);
+        let mut rows = Vec::new();
+        while let Some(row) = stream.try_next().await.map_err(map)? {
+            if rows.len() >= opts.max_rows {
+                break;
+            }
+            let mut cells = Vec::with_capacity(width);
+            for i in 0..width {
+                cells.push(row.try_get::<_, PgCell>(i).map_err(map)?.0);
+            }
+            rows.push(cells);
         }
-        let mut cells = Vec::with_capacity(width);
-        for i in 0..width {
-            cells.push(row.try_get::<_, PgCell>(i).map_err(map)?.0);
-        }
-        rows.push(cells);
-    }
-    if opts.read_only {
-        conn.batch_execute("COMMIT").await.map_err(map)?;
+        Ok::<_, EngineError>(rows)
+    };
+    let rows = if opts.read_only {
+        let (rows, commit) = tokio::join!(read, conn.batch_execute("COMMIT"));
+        let rows = rows?;
+        commit.map_err(map)?;
         flight.in_transaction = false;
-    }
+        rows
+    } else {
+        read.await?
+    };
     Ok(ResultSet { columns, rows })
 }
 
