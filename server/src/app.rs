@@ -24,6 +24,8 @@ pub struct AppState {
     pub engines: crate::engines::Engines,
     /// Runs chart and SQL Lab queries through the results cache and single flight.
     pub runner: crate::query::runner::Runner,
+    /// SQL Lab's running queries and stored results (per process).
+    pub sqllab: crate::query::sqllab::SqlLab,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -65,6 +67,10 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         config.query.cache_max_mb * 1024 * 1024,
         Duration::from_secs(config.query.cache_default_timeout_secs),
     );
+    let sqllab = crate::query::sqllab::SqlLab::new(
+        config.query.sqllab_results_max_mb * 1024 * 1024,
+        Duration::from_secs(config.query.sqllab_results_ttl_secs),
+    );
     Ok(Arc::new(AppState {
         config,
         store,
@@ -72,6 +78,7 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         sealer,
         engines,
         runner,
+        sqllab,
     }))
 }
 
