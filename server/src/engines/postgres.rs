@@ -1230,7 +1230,7 @@ mod tests {
         let cfg = config(&uri, &EngineOptions::default()).expect("config");
         assert_eq!(
             cfg.get_options(),
-            Some("-c search_path=x -c statement_timeout=300000")
+            Some("-c search_path=x -c standard_conforming_strings=on -c statement_timeout=300000")
         );
         assert_eq!(cfg.get_ports(), &[6000]);
         let tls = ConnectionUri::parse("postgresql://u:pw@h/d?sslmode=require").expect("uri");
