@@ -16,8 +16,11 @@ pub mod extract;
 pub mod listquery;
 mod me;
 mod middleware;
+mod query;
 pub mod resource;
+mod saved_query;
 mod security;
+mod sqllab;
 mod users;
 mod web;
 
@@ -49,6 +52,12 @@ pub enum Tags {
     SecurityAdmin,
     /// Import and export of bundles.
     Assets,
+    /// SQL Lab: running SQL, results, export, formatting, cost estimates.
+    SqlLab,
+    /// SQL Lab's query history.
+    Query,
+    /// Saved SQL Lab queries.
+    SavedQuery,
 }
 
 /// Every API struct, in the order their operations appear in the document.
@@ -64,6 +73,9 @@ type Apis = (
     dataset::DatasetApi,
     users::UsersApi,
     assets::AssetsApi,
+    sqllab::SqlLabApi,
+    query::QueryApi,
+    saved_query::SavedQueryApi,
 );
 
 /// The OpenAPI service over every API struct (also used to render the document in tests).
@@ -101,6 +113,15 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                 state: state.clone(),
             },
             assets::AssetsApi {
+                state: state.clone(),
+            },
+            sqllab::SqlLabApi {
+                state: state.clone(),
+            },
+            query::QueryApi {
+                state: state.clone(),
+            },
+            saved_query::SavedQueryApi {
                 state: state.clone(),
             },
         ),

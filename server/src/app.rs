@@ -27,6 +27,8 @@ pub struct AppState {
     /// Datasets with their connection, as chart data loads them; dropped on any catalog write
     /// here and expired after `auth.permission_cache_ttl_secs` for other replicas' writes.
     pub datasources: crate::query::DatasourceCache,
+    /// SQL Lab's running queries and stored results (per process).
+    pub sqllab: crate::query::sqllab::SqlLab,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -74,6 +76,10 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         config.query.cache_max_mb * 1024 * 1024,
         Duration::from_secs(config.query.cache_default_timeout_secs),
     );
+    let sqllab = crate::query::sqllab::SqlLab::new(
+        config.query.sqllab_results_max_mb * 1024 * 1024,
+        Duration::from_secs(config.query.sqllab_results_ttl_secs),
+    );
     Ok(Arc::new(AppState {
         config,
         store,
@@ -83,6 +89,7 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         runner,
         connections: Arc::default(),
         datasources,
+        sqllab,
     }))
 }
 

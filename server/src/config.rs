@@ -146,6 +146,12 @@ pub struct QueryConfig {
     pub display_max_row: u64,
     /// Superset's `SQLLAB_TIMEOUT` for synchronous SQL Lab queries.
     pub sqllab_timeout_secs: u64,
+    /// Memory the SQL Lab results store (Superset's `RESULTS_BACKEND`, per replica) may use,
+    /// in MiB; least recently used results are evicted first.
+    pub sqllab_results_max_mb: u64,
+    /// How long SQL Lab keeps the results of an asynchronous query for
+    /// `GET /api/v1/sqllab/results/`.
+    pub sqllab_results_ttl_secs: u64,
     /// Per-database overrides, keyed by `database_name`.
     pub databases: std::collections::BTreeMap<String, DatabaseOverrides>,
 }
@@ -164,6 +170,8 @@ impl Default for QueryConfig {
             sql_max_row: 100_000,
             display_max_row: 10_000,
             sqllab_timeout_secs: 30,
+            sqllab_results_max_mb: 256,
+            sqllab_results_ttl_secs: 86_400,
             databases: Default::default(),
         }
     }
@@ -444,6 +452,7 @@ impl Config {
             ("query.sql_max_row", q.sql_max_row),
             ("query.display_max_row", q.display_max_row),
             ("query.sqllab_timeout_secs", q.sqllab_timeout_secs),
+            ("query.sqllab_results_ttl_secs", q.sqllab_results_ttl_secs),
             ("query.connect_timeout_secs", q.connect_timeout_secs),
         ] {
             if v == 0 {

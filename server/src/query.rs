@@ -6,12 +6,16 @@
 //! (results cache bounded by bytes, single flight, cancellation on drop) → `frame` (the
 //! `colnames`/`coltypes`/`data` payloads, CSV). Nothing here knows HTTP: every failure is a
 //! [`QueryError`], which `api/error.rs` maps to a status and one of Superset's bodies.
+//!
+//! SQL Lab (`sqllab`) reuses `sqlcheck`, the engines and `frame` for scripts users write
+//! themselves; its failures are [`sqllab::SqlLabError`]s.
 
 pub mod context;
 pub mod frame;
 pub mod runner;
 pub mod sql;
 pub mod sqlcheck;
+pub mod sqllab;
 pub mod timerange;
 
 use crate::engines::{EngineError, GenericType};

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod db;
 mod migrations;
 pub mod model;
+mod sqllab;
 mod users;
 
 use std::path::Path;
@@ -15,6 +16,7 @@ use std::time::Duration;
 
 pub use db::{Backend, Db, Executor, Row, Tx, Value};
 pub use migrations::{MIGRATIONS, Migration};
+pub use sqllab::ACTIVE_STATUSES;
 pub use users::{NewUser, Role, User};
 
 /// Store failures; the API layer maps each kind to a status in one place.

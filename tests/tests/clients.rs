@@ -35,8 +35,6 @@ async fn pypi_superset_clients_log_in_list_create_read_and_update() {
         .env("LITESET_USER", "admin")
         .env("LITESET_PASSWORD", ADMIN_PASSWORD)
         .env("ANALYTICS_URI", &url)
-        // superset-cli's `sql` needs SQL Lab, which arrives with the query-engine issue.
-        .env("LITESET_CLIENTS_SKIP", "sqllab")
         .env("LITESET_CLIENTS_KEEP_GOING", "1")
         .output()
         .await

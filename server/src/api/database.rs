@@ -149,7 +149,7 @@ fn backend(rec: &Record) -> &'static str {
     ConnectionUri::parse(&rec.text("sqlalchemy_uri")).map_or("", |u| u.engine.backend())
 }
 
-fn computed(rec: &Record, col: &str) -> Option<Json_> {
+pub(super) fn computed(rec: &Record, col: &str) -> Option<Json_> {
     let extra = || extra_json(rec);
     Some(match col {
         "backend" => json!(backend(rec)),

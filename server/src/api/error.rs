@@ -106,6 +106,10 @@ fn issue_codes(error_type: &str) -> Vec<(u16, &'static str)> {
         "ADHOC_SUBQUERY_NOT_ALLOWED_ERROR" => &[1037],
         "OBJECT_DOES_NOT_EXIST_ERROR" => &[1029],
         "DATABASE_NOT_FOUND_ERROR" => &[1011, 1036],
+        "MISSING_TEMPLATE_PARAMS_ERROR" => &[1006],
+        "INVALID_TEMPLATE_PARAMS_ERROR" => &[1028],
+        "INVALID_CTAS_QUERY_ERROR" => &[1023],
+        "RESULTS_BACKEND_ERROR" => &[1031, 1032, 1033],
         _ => &[1011],
     };
     codes.iter().map(|c| (*c, issue_message(*c))).collect()
@@ -120,6 +124,7 @@ fn issue_message(code: u16) -> &'static str {
         }
         1004 => "The column was deleted or renamed in the database.",
         1005 => "The table was deleted or renamed in the database.",
+        1006 => "One or more parameters specified in the query are missing.",
         1007 => "The hostname provided can't be resolved.",
         1008 => "The port is closed.",
         1009 => "The host might be down, and can't be reached on the provided port.",
@@ -134,10 +139,22 @@ fn issue_message(code: u16) -> &'static str {
         1020 => "The submitted payload has the incorrect schema.",
         1021 => "Results backend needed for asynchronous queries is not configured.",
         1022 => "Database does not allow data manipulation.",
+        1023 => {
+            "The CTAS (create table as select) doesn't have a SELECT statement at the end. \
+             Please make sure your query has a SELECT as its last statement. Then, try running \
+             your query again."
+        }
         1026 => "Query is too complex and takes too long to run.",
         1027 => "The database is currently running too many queries.",
+        1028 => "The query contains one or more malformed template parameters.",
         1029 => "The object does not exist in the given database.",
         1030 => "The query has a syntax error.",
+        1031 => "The results backend no longer has the data from the query.",
+        1032 => "The query associated with the results was deleted.",
+        1033 => {
+            "The results stored in the backend were stored in a different format, and no longer \
+             can be deserialized."
+        }
         1036 => "The database was deleted.",
         1037 => "Custom SQL fields cannot contain sub-queries.",
         1038 => "The submitted payload failed validation.",
@@ -303,6 +320,70 @@ impl From<crate::query::QueryError> for ApiError {
                 json!({}),
             ),
             Q::CacheMiss => ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, text),
+        }
+    }
+}
+
+impl From<crate::query::sqllab::SqlLabError> for ApiError {
+    fn from(e: crate::query::sqllab::SqlLabError) -> Self {
+        use crate::engines::EngineError;
+        use crate::query::sqllab::SqlLabError as S;
+        let text = e.to_string();
+        let sip40 = |status: StatusCode, error_type: &str| {
+            ApiError::sip40(status, error_type, text.clone(), json!({}))
+        };
+        match e {
+            S::Body(fields) => {
+                tracing::info!(message = "SQL Lab request refused.", reason = %fields);
+                ApiError::fields(StatusCode::BAD_REQUEST, fields)
+            }
+            S::Invalid(_) => {
+                tracing::info!(message = "SQL Lab request refused.", reason = %text);
+                ApiError::bad_request(text)
+            }
+            S::DatabaseNotFound => sip40(StatusCode::NOT_FOUND, "DATABASE_NOT_FOUND_ERROR"),
+            S::DatabaseForbidden(_) => {
+                sip40(StatusCode::FORBIDDEN, "DATABASE_SECURITY_ACCESS_ERROR")
+            }
+            S::TableForbidden(_) => sip40(StatusCode::FORBIDDEN, "TABLE_SECURITY_ACCESS_ERROR"),
+            S::QueryForbidden => {
+                tracing::info!(message = "Access to another user's query refused.");
+                sip40(StatusCode::FORBIDDEN, "QUERY_SECURITY_ACCESS_ERROR")
+            }
+            S::QueryNotFound => ApiError::not_found(),
+            S::TemplateUnsupported => {
+                tracing::info!(message = "SQL Lab template refused.");
+                sip40(StatusCode::BAD_REQUEST, "INVALID_TEMPLATE_PARAMS_ERROR")
+            }
+            S::CtasUnsupported => {
+                tracing::info!(message = "SQL Lab CTAS refused.");
+                sip40(StatusCode::BAD_REQUEST, "INVALID_CTAS_QUERY_ERROR")
+            }
+            S::DisallowedFunctions(_) | S::SessionStatement(_) => {
+                tracing::info!(message = "SQL Lab query refused.", reason = %text);
+                sip40(StatusCode::BAD_REQUEST, "INVALID_SQL_ERROR")
+            }
+            S::Sql(err) => crate::query::QueryError::Sql(err).into(),
+            // Superset answers execution failures of a synchronous query with 500.
+            S::DmlNotAllowed => sip40(StatusCode::INTERNAL_SERVER_ERROR, "DML_NOT_ALLOWED_ERROR"),
+            S::Engine {
+                error: EngineError::PoolTimeout,
+                ..
+            } => crate::query::QueryError::Engine(EngineError::PoolTimeout).into(),
+            S::Engine {
+                error: EngineError::StatementTimeout,
+                ..
+            }
+            | S::Timeout(_) => sip40(StatusCode::REQUEST_TIMEOUT, "SQLLAB_TIMEOUT_ERROR"),
+            S::Engine { error, engine_name } => ApiError::sip40(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                error.error_type(),
+                error.message(),
+                json!({ "engine_name": engine_name }),
+            ),
+            S::Stopped => sip40(StatusCode::INTERNAL_SERVER_ERROR, "GENERIC_DB_ENGINE_ERROR"),
+            S::ResultsExpired => sip40(StatusCode::GONE, "RESULTS_BACKEND_ERROR"),
+            S::Internal(cause) => ApiError::internal(&cause),
         }
     }
 }

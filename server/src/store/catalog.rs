@@ -441,6 +441,113 @@ pub static DASHBOARD: Model = Model {
     ],
 };
 
+/// A database as queries and saved queries show it (no URI, no settings).
+pub static DATABASE_REF: Model = Model {
+    table: "dbs",
+    fields: &[computed!("id", "t.id", Int), col!("database_name", Text)],
+};
+
+/// A SQL Lab execution (`query`): Superset's query history, one row per run. Times are epoch
+/// milliseconds (Superset's `Numeric(20, 6)` columns); `status` is a lower-case `QueryStatus`.
+pub static QUERY: Model = Model {
+    table: "query",
+    fields: &[
+        computed!("id", "t.id", Int),
+        col!("client_id", Text),
+        (
+            "database",
+            Field::ToOne {
+                fk: "database_id",
+                target: &DATABASE_REF,
+            },
+        ),
+        computed!("database_id", "t.database_id", Int),
+        (
+            "user",
+            Field::ToOne {
+                fk: "user_id",
+                target: &USER_REF,
+            },
+        ),
+        computed!("user_id", "t.user_id", Int),
+        col!("tmp_table_name", Text),
+        col!("tmp_schema_name", Text),
+        col!("tab_name", Text),
+        col!("sql_editor_id", Text),
+        col!("status", Text),
+        col!("catalog", Text),
+        col!("schema", Text),
+        col!("sql", Text),
+        col!("select_sql", Text),
+        col!("executed_sql", Text),
+        col!("limit", Int),
+        col!("limiting_factor", Text),
+        col!("select_as_cta", Bool),
+        col!("select_as_cta_used", Bool),
+        col!("ctas_method", Text),
+        col!("progress", Int),
+        col!("rows", Int),
+        col!("error_message", Text),
+        col!("results_key", Text),
+        col!("start_time", Float),
+        col!("start_running_time", Float),
+        col!("end_time", Float),
+        col!("end_result_backend_time", Float),
+        col!("tracking_url", Text),
+        col!("extra_json", Text),
+        col!("changed_on", Time),
+        computed!(
+            "database.database_name",
+            "(SELECT d.database_name FROM dbs d WHERE d.id = t.database_id)",
+            Text
+        ),
+        computed!(
+            "user.first_name",
+            "(SELECT u.first_name FROM ab_user u WHERE u.id = t.user_id)",
+            Text
+        ),
+    ],
+};
+
+/// A saved SQL Lab query (`saved_query`); its owner is its creator (`user_id`, also
+/// `created_by_fk`).
+pub static SAVED_QUERY: Model = Model {
+    table: "saved_query",
+    fields: with_audit![
+        (
+            "user",
+            Field::ToOne {
+                fk: "user_id",
+                target: &USER_REF,
+            },
+        ),
+        (
+            "database",
+            Field::ToOne {
+                fk: "db_id",
+                target: &DATABASE_REF,
+            },
+        ),
+        computed!("db_id", "t.db_id", Int),
+        col!("catalog", Text),
+        col!("schema", Text),
+        col!("label", Text),
+        col!("description", Text),
+        col!("sql", Text),
+        col!("template_parameters", Text),
+        col!("extra_json", Text),
+        col!("last_run", Time),
+        col!("rows", Int),
+        // For ordering only; rendered humanized.
+        computed!("last_run_delta_humanized", "t.last_run", Time),
+        computed!(
+            "database.database_name",
+            "(SELECT d.database_name FROM dbs d WHERE d.id = t.db_id)",
+            Text
+        ),
+    ],
+};
+
 /// What a write sets: scalar fields by name and to-many relations replaced by id lists.
 #[derive(Clone, Debug, Default)]
 pub struct Changes {
