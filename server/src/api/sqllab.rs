@@ -912,10 +912,17 @@ impl SqlLabApi {
     /// Run a script (synchronously: 200 with the rows; `runAsync`: 202, poll
     /// `/query/updated_since`, then fetch `/sqllab/results/`).
     #[oai(path = "/execute", method = "post", operation_id = "sqllab_execute")]
-    async fn execute(&self, auth: Auth, body: JsonBody<ExecuteBody>) -> Result<Executed, ApiError> {
+    async fn execute(
+        &self,
+        req: &poem::Request,
+        auth: Auth,
+        body: JsonBody<ExecuteBody>,
+    ) -> Result<Executed, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_execute_sql_query", "SQLLab").await?;
-        self.execute_inner(&user, body.0).await
+        // hyper keeps a handler running after its client hung up; this notices and drops the
+        // wait, whose guard stops the query.
+        super::chart_data::until_gone(&self.state, req, self.execute_inner(&user, body.0)).await
     }
 
     /// The stored results of a finished query: `?q=(key:'<resultsKey>',rows:N)`. Results are
