@@ -871,6 +871,95 @@ macro_rules! both_backends {
     };
 }
 
+/// A logged-in API client, authenticated the way real Superset clients are: a Bearer access
+/// token, the CSRF token in `X-CSRFToken`, and the `session` cookie in its cookie store.
+pub struct Api {
+    /// The HTTP client (with cookies).
+    pub client: reqwest::Client,
+    /// The server's base URL.
+    pub base: String,
+    /// The access token.
+    pub token: String,
+    /// The CSRF token.
+    pub csrf: String,
+}
+
+impl Api {
+    /// Logs `user` in on `server`. Panics unless login and the CSRF token succeed.
+    pub async fn login(server: &TestServer, user: &str, password: &str) -> Api {
+        let client = reqwest::Client::builder()
+            .cookie_store(true)
+            .build()
+            .expect("HTTP client");
+        let tokens = login(&client, server.base_url(), user, password).await;
+        let token = tokens["access_token"]
+            .as_str()
+            .expect("access_token")
+            .to_owned();
+        let csrf = csrf(&client, server.base_url(), &token).await;
+        Api {
+            client,
+            base: server.base_url().to_owned(),
+            token,
+            csrf,
+        }
+    }
+
+    /// A request to `path` with the credentials attached.
+    pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .header("X-CSRFToken", &self.csrf)
+    }
+
+    /// Sends a request with an optional JSON body; returns status and JSON (see [`status_json`]).
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> (reqwest::StatusCode, serde_json::Value) {
+        let mut req = self.request(method.clone(), path);
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        let resp = req
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{method} {path}: {e}"));
+        status_json(resp).await
+    }
+
+    /// `GET path`.
+    pub async fn get(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
+        self.call(reqwest::Method::GET, path, None).await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (reqwest::StatusCode, serde_json::Value) {
+        self.call(reqwest::Method::POST, path, Some(&body)).await
+    }
+
+    /// `PUT path` with a JSON body.
+    pub async fn put(
+        &self,
+        path: &str,
+        body: serde_json::Value,
+    ) -> (reqwest::StatusCode, serde_json::Value) {
+        self.call(reqwest::Method::PUT, path, Some(&body)).await
+    }
+
+    /// `DELETE path`.
+    pub async fn delete(&self, path: &str) -> (reqwest::StatusCode, serde_json::Value) {
+        self.call(reqwest::Method::DELETE, path, None).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::database_url;

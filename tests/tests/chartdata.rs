@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use liteset_tests::{TestServer, csrf, login, pg, status_json};
+use liteset_tests::{Api, TestServer, pg};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -21,38 +21,6 @@ fn fixtures() -> PathBuf {
 fn read_json(path: &PathBuf) -> Value {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-struct Api {
-    c: reqwest::Client,
-    base: String,
-    token: String,
-    csrf: String,
-}
-
-impl Api {
-    async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        body: Option<&Value>,
-    ) -> reqwest::Response {
-        let mut req = self
-            .c
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .header("X-CSRFToken", &self.csrf);
-        if let Some(b) = body {
-            req = req.json(b);
-        }
-        req.send().await.expect("request")
-    }
-
-    async fn json(&self, method: reqwest::Method, path: &str, body: Option<&Value>) -> Value {
-        let (status, v) = status_json(self.call(method.clone(), path, body).await).await;
-        assert!(status.is_success(), "{method} {path}: {status}: {v}");
-        v
-    }
 }
 
 /// Loads `fixture.sql` into a fresh database and returns its URL.
@@ -77,9 +45,13 @@ async fn load_fixture() -> String {
 /// returns `{key: id}`.
 async fn create_datasets(api: &Api, db_url: &str) -> BTreeMap<String, i64> {
     use reqwest::Method;
+    let ok = |(status, body): (StatusCode, Value)| {
+        assert!(status.is_success(), "{status}: {body}");
+        body
+    };
     let spec = read_json(&fixtures().join("datasets.json"));
-    let db = api
-        .json(
+    let db = ok(api
+        .call(
             Method::POST,
             "/api/v1/database/",
             Some(&json!({
@@ -89,7 +61,7 @@ async fn create_datasets(api: &Api, db_url: &str) -> BTreeMap<String, i64> {
                 "allow_dml": false,
             })),
         )
-        .await;
+        .await);
     let db_id = db["id"].as_i64().expect("database id");
     let mut ids = BTreeMap::new();
     for ds in spec["datasets"].as_array().expect("datasets") {
@@ -97,13 +69,13 @@ async fn create_datasets(api: &Api, db_url: &str) -> BTreeMap<String, i64> {
         for (k, v) in ds["create"].as_object().expect("create") {
             body[k] = v.clone();
         }
-        let created = api
-            .json(Method::POST, "/api/v1/dataset/", Some(&body))
-            .await;
+        let created = ok(api
+            .call(Method::POST, "/api/v1/dataset/", Some(&body))
+            .await);
         let id = created["id"].as_i64().expect("dataset id");
-        let cur = api
-            .json(Method::GET, &format!("/api/v1/dataset/{id}"), None)
-            .await["result"]
+        let cur = ok(api
+            .call(Method::GET, &format!("/api/v1/dataset/{id}"), None)
+            .await)["result"]
             .clone();
         let column_keys = [
             "id",
@@ -186,8 +158,9 @@ async fn create_datasets(api: &Api, db_url: &str) -> BTreeMap<String, i64> {
         }
         let put =
             json!({"columns": columns, "metrics": metrics, "main_dttm_col": ds["main_dttm_col"]});
-        api.json(Method::PUT, &format!("/api/v1/dataset/{id}"), Some(&put))
-            .await;
+        ok(api
+            .call(Method::PUT, &format!("/api/v1/dataset/{id}"), Some(&put))
+            .await);
         ids.insert(ds["key"].as_str().expect("key").to_owned(), id);
     }
     ids
@@ -407,25 +380,7 @@ fn unzip(bytes: &[u8]) -> BTreeMap<String, String> {
 async fn golden_chart_data_cases_match_superset() {
     let db_url = load_fixture().await;
     let server = TestServer::builder().start().await.expect("server");
-    let c = reqwest::Client::builder()
-        .cookie_store(true)
-        .build()
-        .expect("client");
-    let tokens = login(
-        &c,
-        server.base_url(),
-        "admin",
-        liteset_tests::ADMIN_PASSWORD,
-    )
-    .await;
-    let token = tokens["access_token"].as_str().expect("token").to_owned();
-    let csrf = csrf(&c, server.base_url(), &token).await;
-    let api = Api {
-        c,
-        base: server.base_url().to_owned(),
-        token,
-        csrf,
-    };
+    let api = Api::login(&server, "admin", liteset_tests::ADMIN_PASSWORD).await;
     let ids = create_datasets(&api, &db_url).await;
 
     let index = read_json(&fixtures().join("cases/_index.json"));
@@ -446,8 +401,11 @@ async fn golden_chart_data_cases_match_superset() {
         let name = case["name"].as_str().unwrap_or_default().to_owned();
         let request = substitute(&case["request"], &ids);
         let resp = api
-            .call(reqwest::Method::POST, "/api/v1/chart/data", Some(&request))
-            .await;
+            .request(reqwest::Method::POST, "/api/v1/chart/data")
+            .json(&request)
+            .send()
+            .await
+            .expect("send");
         let status = resp.status();
         let content_type = resp
             .headers()

@@ -7,62 +7,9 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use liteset_tests::{ADMIN_PASSWORD, TestServer, csrf, login, pg, status_json};
+use liteset_tests::{ADMIN_PASSWORD, Api, TestServer, pg, status_json};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-
-struct Api {
-    c: reqwest::Client,
-    base: String,
-    token: String,
-    csrf: String,
-}
-
-impl Api {
-    async fn login(server: &TestServer, user: &str, password: &str) -> Api {
-        let c = reqwest::Client::builder()
-            .cookie_store(true)
-            .build()
-            .expect("client");
-        let tokens = login(&c, server.base_url(), user, password).await;
-        let token = tokens["access_token"].as_str().expect("token").to_owned();
-        let csrf = csrf(&c, server.base_url(), &token).await;
-        Api {
-            c,
-            base: server.base_url().to_owned(),
-            token,
-            csrf,
-        }
-    }
-
-    fn req(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.c
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .header("X-CSRFToken", &self.csrf)
-    }
-
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        status_json(
-            self.req(reqwest::Method::POST, path)
-                .json(&body)
-                .send()
-                .await
-                .expect("send"),
-        )
-        .await
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        status_json(
-            self.req(reqwest::Method::GET, path)
-                .send()
-                .await
-                .expect("send"),
-        )
-        .await
-    }
-}
 
 /// A fresh analytics database (UTC) with a small `people` table; returns its URL.
 async fn analytics() -> String {
@@ -178,7 +125,7 @@ async fn identical_concurrent_chart_queries_run_once_and_force_runs_each() {
         tokio::time::sleep(Duration::from_millis(100)).await;
         let burst = (0..100).map(|_| {
             let req = api
-                .req(reqwest::Method::POST, "/api/v1/chart/data")
+                .request(reqwest::Method::POST, "/api/v1/chart/data")
                 .json(&raw_query(ds, force));
             async move { status_json(req.send().await.expect("send")).await }
         });
@@ -323,7 +270,7 @@ async fn saved_charts_cache_keys_access_and_hostile_fragments() {
     let (s, miss) = api.get("/api/v1/chart/data/0123456789abcdef").await;
     assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{miss}");
     let (s, csv) = status_json(
-        api.req(
+        api.request(
             reqwest::Method::GET,
             &format!("/api/v1/chart/{chart}/data/?format=csv"),
         )

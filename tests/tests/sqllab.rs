@@ -6,78 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use liteset_tests::{
-    ADMIN_PASSWORD, Metadata, TestServer, both_backends, csrf, login, pg, status_json,
-};
+use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, both_backends, pg};
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
-struct Api {
-    c: reqwest::Client,
-    base: String,
-    token: String,
-    csrf: String,
-}
-
-impl Api {
-    async fn login(server: &TestServer, user: &str, password: &str) -> Api {
-        let c = reqwest::Client::builder()
-            .cookie_store(true)
-            .build()
-            .unwrap();
-        let tokens = login(&c, server.base_url(), user, password).await;
-        let token = tokens["access_token"].as_str().unwrap().to_owned();
-        let csrf = csrf(&c, server.base_url(), &token).await;
-        Api {
-            c,
-            base: server.base_url().to_owned(),
-            token,
-            csrf,
-        }
-    }
-
-    fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
-        self.c
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .header("X-CSRFToken", &self.csrf)
-    }
-
-    async fn get(&self, path: &str) -> (StatusCode, Value) {
-        status_json(self.request(Method::GET, path).send().await.unwrap()).await
-    }
-    async fn post(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        status_json(
-            self.request(Method::POST, path)
-                .json(&body)
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await
-    }
-    async fn put(&self, path: &str, body: Value) -> (StatusCode, Value) {
-        status_json(
-            self.request(Method::PUT, path)
-                .json(&body)
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await
-    }
-    async fn delete(&self, path: &str) -> (StatusCode, Value) {
-        status_json(self.request(Method::DELETE, path).send().await.unwrap()).await
-    }
-
-    /// Runs SQL synchronously on `db`.
-    async fn run(&self, db: i64, sql: &str) -> (StatusCode, Value) {
-        self.post(
-            "/api/v1/sqllab/execute/",
-            json!({"database_id": db, "sql": sql, "runAsync": false}),
-        )
-        .await
-    }
+/// Runs SQL synchronously on `db`.
+async fn run(api: &Api, db: i64, sql: &str) -> (StatusCode, Value) {
+    api.post(
+        "/api/v1/sqllab/execute/",
+        json!({"database_id": db, "sql": sql, "runAsync": false}),
+    )
+    .await
 }
 
 fn urlencode(s: &str) -> String {
@@ -267,16 +206,14 @@ async fn sqllab_runs_scripts_like_superset() {
     assert_eq!(r["query"]["limitingFactor"], "NOT_LIMITED");
 
     // The display limit cuts `data`, not `rows`.
-    let (s, r) = api
-        .run(ro, "SELECT g AS n FROM generate_series(1, 80) g")
-        .await;
+    let (s, r) = run(&api, ro, "SELECT g AS n FROM generate_series(1, 80) g").await;
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["data"].as_array().unwrap().len(), 50);
     assert_eq!(r["displayLimitReached"], true);
     assert_eq!(r["query"]["rows"], 80);
 
     // Scripts run in order and answer with the last statement's rows.
-    let (s, r) = api.run(ro, "SELECT 1 AS a; SELECT 2 AS b;").await;
+    let (s, r) = run(&api, ro, "SELECT 1 AS a; SELECT 2 AS b;").await;
     assert_eq!((s, r["data"].clone()), (StatusCode::OK, json!([{"b": 2}])));
 
     // DML and DDL are refused without allow_dml, whether spelled out or hidden in a CTE.
@@ -286,7 +223,7 @@ async fn sqllab_runs_scripts_like_superset() {
         "WITH d AS (DELETE FROM sales RETURNING *) SELECT * FROM d",
         "SELECT 1; UPDATE sales SET amount = 0",
     ] {
-        let (s, r) = api.run(ro, sql).await;
+        let (s, r) = run(&api, ro, sql).await;
         assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR, "{sql}: {r}");
         assert_eq!(error_type(&r), "DML_NOT_ALLOWED_ERROR", "{sql}: {r}");
         assert_eq!(
@@ -296,7 +233,7 @@ async fn sqllab_runs_scripts_like_superset() {
         assert_eq!(r["errors"][0]["extra"]["issue_codes"][0]["code"], 1022);
     }
     // A write the parser cannot see is refused by PostgreSQL's read-only transaction.
-    let (s, r) = api.run(ro, "SELECT nextval('seq') AS v").await;
+    let (s, r) = run(&api, ro, "SELECT nextval('seq') AS v").await;
     assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR, "{r}");
     assert_eq!(error_type(&r), "DML_NOT_ALLOWED_ERROR", "{r}");
     let called: bool = pgc
@@ -312,30 +249,30 @@ async fn sqllab_runs_scripts_like_superset() {
         .get(0);
     assert_eq!(n, 2);
     // With allow_dml they run, and a script sees its own writes.
-    let (s, r) = api
-        .run(
-            rw,
-            "INSERT INTO log VALUES (1), (2); CREATE TABLE made_here (a int); \
+    let (s, r) = run(
+        &api,
+        rw,
+        "INSERT INTO log VALUES (1), (2); CREATE TABLE made_here (a int); \
              SELECT count(*) AS n FROM log",
-        )
-        .await;
+    )
+    .await;
     assert_eq!(
         (s, r["data"].clone()),
         (StatusCode::OK, json!([{"n": 2}])),
         "{r}"
     );
-    let (s, r) = api.run(rw, "DROP TABLE made_here").await;
+    let (s, r) = run(&api, rw, "DROP TABLE made_here").await;
     assert_eq!((s, r["data"].clone()), (StatusCode::OK, json!([])), "{r}");
 
     // The deny-list is the configured one: version refused, pg_sleep allowed.
-    let (s, r) = api.run(ro, "SELECT version()").await;
+    let (s, r) = run(&api, ro, "SELECT version()").await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
     assert_eq!(error_type(&r), "INVALID_SQL_ERROR");
     assert_eq!(
         r["errors"][0]["message"],
         "SQL contains disallowed function(s): version"
     );
-    let (s, r) = api.run(ro, "SELECT pg_sleep(0.1) IS NULL AS slept").await;
+    let (s, r) = run(&api, ro, "SELECT pg_sleep(0.1) IS NULL AS slept").await;
     assert_eq!(
         (s, r["data"].clone()),
         (StatusCode::OK, json!([{"slept": false}])),
@@ -343,7 +280,7 @@ async fn sqllab_runs_scripts_like_superset() {
     );
 
     // The database's syntax error, SIP-40 with its engine.
-    let (s, r) = api.run(ro, "SELEC 1").await;
+    let (s, r) = run(&api, ro, "SELEC 1").await;
     assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR, "{r}");
     assert_eq!(error_type(&r), "SYNTAX_ERROR");
     assert_eq!(r["errors"][0]["extra"]["engine_name"], "PostgreSQL");
@@ -355,7 +292,7 @@ async fn sqllab_runs_scripts_like_superset() {
             .contains("\"SELEC\""),
         "{r}"
     );
-    let (s, r) = api.run(ro, "SELECT nope FROM sales").await;
+    let (s, r) = run(&api, ro, "SELECT nope FROM sales").await;
     assert_eq!(s, StatusCode::INTERNAL_SERVER_ERROR, "{r}");
     assert_eq!(r["errors"][0]["level"], "error");
 
@@ -638,7 +575,7 @@ async fn sqllab_runs_scripts_like_superset() {
         }
     }
     let huge = format!("SELECT 1 AS x{}", " ".repeat(4_000_000));
-    let (s, r) = api.run(ro, &huge).await;
+    let (s, r) = run(&api, ro, &huge).await;
     assert_eq!(s, StatusCode::OK, "{r}");
     let (s, _) = api
         .request(Method::POST, "/api/v1/sqllab/execute/")
@@ -675,7 +612,7 @@ async fn pg_sleep_is_refused_by_default() {
     let server = TestServer::builder().start().await.unwrap();
     let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
     let db = add_database(&api, "wh", &url, json!({})).await;
-    let (s, r) = api.run(db, "SELECT pg_sleep(1)").await;
+    let (s, r) = run(&api, db, "SELECT pg_sleep(1)").await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
     assert_eq!(error_type(&r), "INVALID_SQL_ERROR");
     assert_eq!(
@@ -683,7 +620,7 @@ async fn pg_sleep_is_refused_by_default() {
         "SQL contains disallowed function(s): pg_sleep"
     );
     // Even inside SQL the parser cannot read, and schema-qualified.
-    let (s, r) = api.run(db, "SELEC pg_catalog.pg_sleep(1)").await;
+    let (s, r) = run(&api, db, "SELEC pg_catalog.pg_sleep(1)").await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
     // Refused queries are in the history, failed.
     let (_, list) = api
@@ -788,7 +725,7 @@ both_backends! {
         let (s, _) = sam.get(&format!("/api/v1/query/{admin_query}")).await;
         assert_eq!(s, StatusCode::NOT_FOUND);
         // A database sam was not granted.
-        let (s, r) = sam.run(other, "SELECT 1").await;
+        let (s, r) = run(&sam, other, "SELECT 1").await;
         assert_eq!((s, error_type(&r)), (StatusCode::FORBIDDEN, "DATABASE_SECURITY_ACCESS_ERROR"), "{r}");
 
         // The history: each user their own, admins everyone's.

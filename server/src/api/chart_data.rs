@@ -105,18 +105,7 @@ impl ChartDataApi {
             json!(force.0.as_deref().is_some_and(|f| f == "true" || f == "1")),
         );
         // The saved context may carry keys of other Superset versions; keep the known ones.
-        obj.retain(|k, _| {
-            [
-                "datasource",
-                "queries",
-                "force",
-                "result_type",
-                "result_format",
-                "form_data",
-                "custom_cache_timeout",
-            ]
-            .contains(&k.as_str())
-        });
+        obj.retain(|k, _| context::TOP_LEVEL.contains(&k.as_str()));
         let form_data = obj.entry("form_data").or_insert_with(|| json!({}));
         if let Some(fd) = form_data.as_object_mut() {
             fd.insert("slice_id".into(), json!(pk.0));

@@ -411,7 +411,8 @@ fn list<'j>(
     }
 }
 
-const TOP_LEVEL: &[&str] = &[
+/// The keys a chart-data request may have (others are refused).
+pub const TOP_LEVEL: &[&str] = &[
     "datasource",
     "queries",
     "force",
