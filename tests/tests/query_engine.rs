@@ -338,6 +338,18 @@ async fn saved_charts_cache_keys_access_and_hostile_fragments() {
             "{extras}: {body}"
         );
     }
+    // An empty expression is refused before any SQL is built.
+    let (s, body) = api
+        .post(
+            "/api/v1/chart/data",
+            fragment(
+                json!({}),
+                json!([{"expressionType": "SQL", "sqlExpression": " ", "label": "e"}]),
+            ),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["message"], "Error: Empty SQL expression", "{body}");
     // A trailing comment cannot swallow the rest of the statement.
     let (s, body) = api
         .post(

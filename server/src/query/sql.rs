@@ -76,6 +76,9 @@ struct Dim {
 
 impl Builder<'_> {
     fn fragment(&self, sql: &str, kind: FragmentKind) -> Result<String, QueryError> {
+        if sql.trim().is_empty() {
+            return Err(QueryError::Invalid("Empty SQL expression".into()));
+        }
         sqlcheck::check_fragment(sql_dialect(self.d.engine()), sql, kind)?;
         // The closing parenthesis goes on its own line so a trailing `--` comment cannot
         // swallow it.
