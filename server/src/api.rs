@@ -16,6 +16,7 @@ pub mod extract;
 pub mod listquery;
 mod me;
 mod middleware;
+mod plugin;
 mod query;
 pub mod resource;
 mod saved_query;
@@ -58,6 +59,7 @@ pub enum Tags {
     Query,
     /// Saved SQL Lab queries.
     SavedQuery,
+    Plugin,
 }
 
 /// Every API struct, in the order their operations appear in the document.
@@ -76,6 +78,7 @@ type Apis = (
     sqllab::SqlLabApi,
     query::QueryApi,
     saved_query::SavedQueryApi,
+    plugin::PluginApi,
 );
 
 /// The OpenAPI service over every API struct (also used to render the document in tests).
@@ -122,6 +125,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                 state: state.clone(),
             },
             saved_query::SavedQueryApi {
+                state: state.clone(),
+            },
+            plugin::PluginApi {
                 state: state.clone(),
             },
         ),

@@ -29,6 +29,8 @@ pub struct AppState {
     pub datasources: crate::query::DatasourceCache,
     /// SQL Lab's running queries and stored results (per process).
     pub sqllab: crate::query::sqllab::SqlLab,
+    /// The WebAssembly plugin host and the installed plugins.
+    pub plugins: Arc<crate::plugins::Plugins>,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -46,6 +48,9 @@ pub enum StartError {
     /// The listener could not be bound or the server failed.
     #[error("server: {0}")]
     Io(#[from] std::io::Error),
+    /// The plugin host could not be set up.
+    #[error("plugins: {0}")]
+    Plugins(#[from] crate::plugins::PluginError),
 }
 
 /// Opens the configured metadata store.
@@ -80,7 +85,13 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         config.query.sqllab_results_max_mb * 1024 * 1024,
         Duration::from_secs(config.query.sqllab_results_ttl_secs),
     );
+    let plugins = Arc::new(crate::plugins::Plugins::new(
+        &config.plugins,
+        store.clone(),
+        &config.data_dir,
+    )?);
     Ok(Arc::new(AppState {
+        plugins,
         config,
         store,
         auth,
@@ -143,6 +154,9 @@ pub async fn ensure_admin(state: &AppState) -> Result<(), StartError> {
     }
 }
 
+/// How often a replica picks up plugins uploaded or deleted through another replica.
+const PLUGIN_SYNC: Duration = Duration::from_secs(5);
+
 /// `liteset serve`: bootstraps an empty store, then serves until a shutdown signal, draining
 /// in-flight requests for up to `http.shutdown_grace_secs`.
 pub async fn serve(config: Config) -> Result<(), StartError> {
@@ -164,6 +178,23 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     {
         tracing::warn!(message = "Could not create the examples.", error = %e);
     }
+
+    // Uploaded plugins load now and follow other replicas' uploads and deletions afterwards.
+    if let Err(e) = state.plugins.sync().await {
+        tracing::warn!(message = "Could not load the uploaded plugins.", error = %e);
+    }
+    let plugins = Arc::downgrade(&state.plugins);
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(PLUGIN_SYNC);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            let Some(p) = plugins.upgrade() else { break };
+            if let Err(e) = p.sync().await {
+                tracing::warn!(message = "Plugin sync failed.", error = %e);
+            }
+        }
+    });
 
     let acceptor = crate::net::WatchedAcceptor::bind(bind, state.connections.clone()).await?;
     let local = acceptor.local_socket_addr().unwrap_or(bind);

@@ -86,6 +86,56 @@ pub struct Config {
     /// Create the example database, datasets, charts and dashboard on the first start of the
     /// embedded default (SQLite metadata). Ignored in production mode.
     pub examples: bool,
+    /// Plugin sandbox limits (`[plugins]`, `LITESET_PLUGINS__*`).
+    pub plugins: PluginConfig,
+}
+
+/// Limits of the WebAssembly plugin sandbox. A plugin may ask for other limits per call kind
+/// (`plugins.overrides.<name>`), but never beyond the `max_*` caps.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginConfig {
+    /// Linear memory one post-processing or render call may use, in MiB.
+    pub memory_mb: u64,
+    /// Wall-clock budget of one post-processing or render call, in milliseconds.
+    pub timeout_ms: u64,
+    /// Largest `memory_mb` an override may set.
+    pub max_memory_mb: u64,
+    /// Largest `timeout_ms` an override may set.
+    pub max_timeout_ms: u64,
+    /// Plugin calls running at once; further calls wait up to `queue_timeout_ms`, then get 503.
+    pub max_concurrent_calls: u32,
+    /// How long a call waits for a free slot before the request is answered with 503.
+    pub queue_timeout_ms: u64,
+    /// Largest component accepted by `POST /api/v1/plugin/`, in MiB.
+    pub max_upload_mb: u64,
+    /// Per-plugin limits, keyed by plugin name.
+    pub overrides: std::collections::BTreeMap<String, PluginOverrides>,
+}
+
+impl Default for PluginConfig {
+    fn default() -> Self {
+        PluginConfig {
+            memory_mb: 128,
+            timeout_ms: 2_000,
+            max_memory_mb: 1_024,
+            max_timeout_ms: 60_000,
+            max_concurrent_calls: 8,
+            queue_timeout_ms: 2_000,
+            max_upload_mb: 50,
+            overrides: Default::default(),
+        }
+    }
+}
+
+/// Limits of one plugin that differ from `[plugins]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginOverrides {
+    /// See [`PluginConfig::memory_mb`].
+    pub memory_mb: Option<u64>,
+    /// See [`PluginConfig::timeout_ms`].
+    pub timeout_ms: Option<u64>,
 }
 
 /// Functions refused by default: Superset's PostgreSQL list plus the ones that sleep or reach
@@ -311,6 +361,7 @@ impl Default for Config {
             disallowed_functions: None,
             query: QueryConfig::default(),
             examples: true,
+            plugins: PluginConfig::default(),
         }
     }
 }
@@ -419,6 +470,37 @@ impl Config {
             && key.expose().len() < 32
         {
             problems.push("secret_key: must be at least 32 characters".into());
+        }
+        let p = &self.plugins;
+        if p.memory_mb == 0 || p.memory_mb > p.max_memory_mb {
+            problems.push(format!(
+                "plugins.memory_mb: must be between 1 and plugins.max_memory_mb ({})",
+                p.max_memory_mb
+            ));
+        }
+        if p.timeout_ms == 0 || p.timeout_ms > p.max_timeout_ms {
+            problems.push(format!(
+                "plugins.timeout_ms: must be between 1 and plugins.max_timeout_ms ({})",
+                p.max_timeout_ms
+            ));
+        }
+        if p.max_memory_mb > 4_096 {
+            problems.push("plugins.max_memory_mb: at most 4096 (a wasm32 memory's size)".into());
+        }
+        if p.max_concurrent_calls == 0 || p.max_concurrent_calls > 1_000 {
+            problems.push("plugins.max_concurrent_calls: must be between 1 and 1000".into());
+        }
+        for (name, o) in &p.overrides {
+            if o.memory_mb.is_some_and(|m| m == 0 || m > p.max_memory_mb) {
+                problems.push(format!(
+                    "plugins.overrides.{name}.memory_mb: must be between 1 and plugins.max_memory_mb"
+                ));
+            }
+            if o.timeout_ms.is_some_and(|t| t == 0 || t > p.max_timeout_ms) {
+                problems.push(format!(
+                    "plugins.overrides.{name}.timeout_ms: must be between 1 and plugins.max_timeout_ms"
+                ));
+            }
         }
         let a = &self.auth;
         for (name, v) in [

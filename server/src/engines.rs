@@ -88,6 +88,8 @@ pub enum Cell {
     Date(chrono::NaiveDate),
     /// A time of day.
     Time(chrono::NaiveTime),
+    /// A nested value a plugin produced (a list of outliers, say); never read from a database.
+    Json(serde_json::Value),
 }
 
 impl Cell {
@@ -96,6 +98,7 @@ impl Cell {
         std::mem::size_of::<Cell>()
             + match self {
                 Cell::Decimal(s) | Cell::Text(s) => s.len(),
+                Cell::Json(v) => v.to_string().len(),
                 _ => 0,
             }
     }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod engines;
 pub mod examples;
 pub mod net;
+pub mod plugins;
 pub mod query;
 pub mod seal;
 pub mod store;

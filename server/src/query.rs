@@ -12,6 +12,7 @@
 
 pub mod context;
 pub mod frame;
+pub mod offsets;
 pub mod runner;
 pub mod sql;
 pub mod sqlcheck;
@@ -139,12 +140,6 @@ pub enum QueryError {
     /// The database failed the query.
     #[error("Error: {0}")]
     Engine(EngineError),
-    /// The query carries post-processing, which runs in the plugin platform.
-    #[error(
-        "Post-processing ({}) runs in the plugin platform, which this server does not have yet",
-        .0.join(", ")
-    )]
-    PostProcessingUnavailable(Vec<String>),
     /// A query feature this server does not implement yet; never silently skipped.
     #[error("{0} is not supported yet")]
     Unsupported(&'static str),

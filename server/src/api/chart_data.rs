@@ -17,7 +17,9 @@ use super::extract::{Auth, JsonBody};
 use super::resource;
 use crate::app::AppState;
 use crate::auth::CurrentUser;
-use crate::engines::{ConnectionSpec, Dialect};
+use crate::engines::{Cell, ConnectionSpec, Dialect};
+use crate::plugins::{GuestErrorKind, PluginError, pipeline};
+use crate::query::offsets;
 use crate::query::context::{self, QueryContext, QueryObject, ResultFormat, ResultType};
 use crate::query::frame::{self, Frame};
 use crate::query::runner::{self, CachePolicy};
@@ -61,7 +63,7 @@ impl ChartDataApi {
         body: JsonBody<Json_>,
     ) -> Result<ChartData, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
-        let ctx = context::parse(&body.0)?;
+        let ctx = context::parse(&body.0, &self.state.plugins.post_processor_names())?;
         until_gone(&self.state, req, run(&self.state, &user, ctx, &body.0)).await
     }
 
@@ -110,7 +112,7 @@ impl ChartDataApi {
         if let Some(fd) = form_data.as_object_mut() {
             fd.insert("slice_id".into(), json!(pk.0));
         }
-        let ctx = context::parse(&body)?;
+        let ctx = context::parse(&body, &self.state.plugins.post_processor_names())?;
         until_gone(&self.state, req, run(&self.state, &user, ctx, &body)).await
     }
 
@@ -134,7 +136,7 @@ impl ChartDataApi {
         if let Some(obj) = body.as_object_mut() {
             obj.insert("force".into(), json!(false));
         }
-        let ctx = context::parse(&body)?;
+        let ctx = context::parse(&body, &self.state.plugins.post_processor_names())?;
         until_gone(&self.state, req, run(&self.state, &user, ctx, &body)).await
     }
 }
@@ -413,31 +415,7 @@ async fn answer(
         kind,
         ResultType::Full | ResultType::Results | ResultType::PostProcessed
     );
-    if runs_pp && !query.post_processing.is_empty() {
-        return Err(QueryError::PostProcessingUnavailable(
-            query
-                .post_processing
-                .iter()
-                .map(|(op, _)| op.clone())
-                .collect(),
-        )
-        .into());
-    }
-    if runs_pp && !query.time_offsets.is_empty() {
-        return Err(QueryError::Unsupported("time_offsets (time comparison)").into());
-    }
-    let dialect = match ds.engine {
-        crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
-        crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
-    };
-    let denied = state.config.disallowed_functions();
-    if !denied.is_empty() {
-        let called = sqlcheck::functions_called(dialect, &plan.sql).map_err(QueryError::from)?;
-        let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
-        if !bad.is_empty() {
-            return Err(QueryError::DisallowedFunctions(bad).into());
-        }
-    }
+    check_functions(state, ds, &plan.sql)?;
     let max_rows = usize::try_from(plan.row_limit.max(1)).unwrap_or(usize::MAX);
     let key = runner::cache_key(spec, &plan.sql, max_rows);
     let outcome = state
@@ -447,14 +425,74 @@ async fn answer(
         .map_err(QueryError::from)?;
     state.runner.remember_context(&key, raw.clone()).await;
     let sql_rowcount = outcome.rows.rows.len();
-    let frame = Frame::new((*outcome.rows).clone(), &plan.temporal);
+    let mut frame = Frame::new((*outcome.rows).clone(), &plan.temporal);
+    let mut query_text = format!("{};\n\n", plan.sql);
+    if runs_pp {
+        let metrics: Vec<String> = plan.metric_sources.iter().map(|(l, _)| l.clone()).collect();
+        for offset in &query.time_offsets {
+            let oq = offsets::offset_query(query, offset);
+            let oplan = sql::build(ds, &oq, kind, limits, now)?;
+            check_functions(state, ds, &oplan.sql)?;
+            let omax = usize::try_from(oplan.row_limit.max(1)).unwrap_or(usize::MAX);
+            let okey = runner::cache_key(spec, &oplan.sql, omax);
+            let out = state
+                .runner
+                .run(spec, &okey, &oplan.sql, omax, policy, ctx.force)
+                .await
+                .map_err(QueryError::from)?;
+            let oframe = Frame::new((*out.rows).clone(), &oplan.temporal);
+            offsets::join(&mut frame, &oframe, offset, &metrics)?;
+            query_text.push_str(&format!("{};\n\n", oplan.sql));
+        }
+    }
+    if runs_pp && !query.post_processing.is_empty() {
+        match pipeline::run(&state.plugins, &frame, &query.post_processing, &key).await {
+            Ok(f) => frame = f,
+            // Superset's ChartDataCommand only raises on a truthy error: a post-processing error
+            // with an empty message leaves a 200 whose query entry failed.
+            Err(PluginError::Failed { message, kind, .. })
+                if message.is_empty() && kind != GuestErrorKind::Internal =>
+            {
+                return Ok(Answer {
+                    payload: json!({
+                        "cache_key": key,
+                        "status": "failed",
+                        "error": "",
+                        "query": query_text,
+                        "annotation_data": {},
+                        "applied_template_filters": [],
+                    }),
+                    frame: None,
+                    headers: Vec::new(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        }
+        // An all-null column takes its type from the dataset column of that name, as
+        // Superset's `extract_dataframe_dtypes` does.
+        for (i, name) in frame.colnames.iter().enumerate() {
+            let all_null = frame
+                .rows
+                .iter()
+                .all(|r| matches!(r.get(i), Some(Cell::Null) | None));
+            if all_null && let Some(c) = ds.columns.iter().find(|c| &c.name == name) {
+                frame.coltypes[i] = c.dtype();
+            }
+        }
+    }
 
     // label_map: df columns split on ", " (unescaped), then the query's own columns and metrics,
-    // then the verbose names of saved metrics.
+    // then the verbose names of saved metrics. Names then lose their separator escapes.
     let mut label_map = Map::new();
     for c in &frame.colnames {
-        let parts: Vec<Json_> = split_label(c).into_iter().map(Json_::String).collect();
-        label_map.insert(c.clone(), Json_::Array(parts));
+        let parts: Vec<Json_> = split_label(c)
+            .into_iter()
+            .map(|p| Json_::String(unescape_separator(&p)))
+            .collect();
+        label_map.insert(unescape_separator(c), Json_::Array(parts));
+    }
+    for c in &mut frame.colnames {
+        *c = unescape_separator(c);
     }
     for (label, source) in &plan.column_sources {
         label_map.insert(label.clone(), json!([source]));
@@ -487,7 +525,7 @@ async fn answer(
             "annotation_data": {},
             "error": null,
             "is_cached": outcome.cached_at.is_some(),
-            "query": format!("{};\n\n", plan.sql),
+            "query": query_text,
             "status": "success",
             "stacktrace": null,
             "rowcount": rowcount,
@@ -496,7 +534,7 @@ async fn answer(
             "to_dttm": ms(plan.to_dttm),
             "label_map": label_map,
             "colnames": colnames,
-            "indexnames": (0..rowcount).collect::<Vec<_>>(),
+            "indexnames": frame.index.clone().unwrap_or_else(|| (0..rowcount).map(Json_::from).collect()),
             "coltypes": coltypes,
             "data": data,
             "result_format": ctx.result_format.as_str(),
@@ -522,6 +560,30 @@ async fn answer(
         frame: Some(frame),
         headers,
     })
+}
+
+/// Refuses SQL calling a function of `LITESET_DISALLOWED_FUNCTIONS`.
+fn check_functions(state: &AppState, ds: &Datasource, sql: &str) -> Result<(), QueryError> {
+    let denied = state.config.disallowed_functions();
+    if denied.is_empty() {
+        return Ok(());
+    }
+    let dialect = match ds.engine {
+        crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
+        crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
+    };
+    let called = sqlcheck::functions_called(dialect, sql)?;
+    let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(QueryError::DisallowedFunctions(bad))
+    }
+}
+
+/// Superset's `unescape_separator`: `\,` back to `,` once labels are final.
+fn unescape_separator(label: &str) -> String {
+    label.replace("\\,", ",")
 }
 
 /// Splits a flattened column label on `", "` not preceded by a backslash.

@@ -249,7 +249,7 @@ impl From<crate::query::QueryError> for ApiError {
         use crate::query::QueryError as Q;
         let text = e.to_string();
         match e {
-            Q::Schema(_) | Q::Invalid(_) | Q::Plain(_) | Q::PostProcessingUnavailable(_) => {
+            Q::Schema(_) | Q::Invalid(_) | Q::Plain(_) => {
                 tracing::info!(message = "Chart data request refused.", reason = %text);
                 ApiError::bad_request(text)
             }

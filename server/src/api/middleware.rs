@@ -77,7 +77,12 @@ pub async fn strip_trailing_slash<E: Endpoint>(
 /// length are bounded where they are read.
 pub async fn limit_body<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
     let state = extract::state(&req)?;
-    let limit = state.config.http.max_body_bytes;
+    // Plugin uploads have their own cap: a component is routinely larger than any JSON body.
+    let limit = if req.uri().path().starts_with("/api/v1/plugin") {
+        state.config.plugins.max_upload_mb << 20
+    } else {
+        state.config.http.max_body_bytes
+    };
     let declared = req
         .headers()
         .get(poem::http::header::CONTENT_LENGTH)

@@ -418,6 +418,7 @@ fn value_type<'a>(cells: impl Iterator<Item = &'a Cell>) -> Option<&'static str>
             Cell::Decimal(_) => return None,
             Cell::Text(_) => "STRING",
             Cell::Timestamp(_) | Cell::TimestampTz(_) | Cell::Date(_) | Cell::Time(_) => "DATETIME",
+            Cell::Json(_) => "STRING",
         };
         match found {
             None => found = Some(t),
@@ -459,6 +460,7 @@ fn sqllab_cell(c: &Cell) -> Json_ {
         Cell::Date(d) => json!(d.format("%Y-%m-%d").to_string()),
         Cell::Time(t) if *t == NaiveTime::MIN => json!("00:00:00"),
         Cell::Time(t) => json!(t.format("%H:%M:%S%.f").to_string()),
+        Cell::Json(v) => v.clone(),
         other => cell_json(other),
     }
 }

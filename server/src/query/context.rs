@@ -423,7 +423,9 @@ pub const TOP_LEVEL: &[&str] = &[
 ];
 
 /// Parses and validates a chart-data request body.
-pub fn parse(body: &Json) -> Result<QueryContext, QueryError> {
+/// Parses a query context; `plugin_ops` are the uploaded post-processors a `post_processing`
+/// step may name besides Superset's operations.
+pub fn parse(body: &Json, plugin_ops: &[String]) -> Result<QueryContext, QueryError> {
     let mut at = At {
         path: Vec::new(),
         _v: std::marker::PhantomData,
@@ -492,7 +494,7 @@ pub fn parse(body: &Json) -> Result<QueryContext, QueryError> {
     let mut queries = Vec::with_capacity(raw_queries.len());
     for (i, q) in raw_queries.iter().enumerate() {
         at.push_index(i);
-        queries.push(query_object(&mut at, q)?);
+        queries.push(query_object(&mut at, q, plugin_ops)?);
         at.pop();
     }
     Ok(QueryContext {
@@ -591,7 +593,11 @@ fn metric_ref(at: &At, v: &Json) -> Result<MetricRef, QueryError> {
     }
 }
 
-fn query_object(at: &mut At, v: &Json) -> Result<QueryObject, QueryError> {
+fn query_object(
+    at: &mut At,
+    v: &Json,
+    plugin_ops: &[String],
+) -> Result<QueryObject, QueryError> {
     let Some(o) = v.as_object() else {
         return Err(at.err(Some("_schema"), "Invalid input type."));
     };
@@ -786,10 +792,15 @@ fn query_object(at: &mut At, v: &Json) -> Result<QueryObject, QueryError> {
                 Some(Json::String(s)) => s.clone(),
                 _ => return Err(at.err(Some("operation"), "Missing data for required field.")),
             };
-            if !POST_PROCESSING_OPERATIONS.contains(&op.as_str()) {
+            if !POST_PROCESSING_OPERATIONS.contains(&op.as_str()) && !plugin_ops.contains(&op) {
+                let known: Vec<&str> = POST_PROCESSING_OPERATIONS
+                    .iter()
+                    .copied()
+                    .chain(plugin_ops.iter().map(String::as_str))
+                    .collect();
                 return Err(at.err(
                     Some("operation"),
-                    &format!("Must be one of: {}.", POST_PROCESSING_OPERATIONS.join(", ")),
+                    &format!("Must be one of: {}.", known.join(", ")),
                 ));
             }
             post_processing.push((op, ppo.get("options").cloned().unwrap_or(Json::Null)));
@@ -827,7 +838,7 @@ mod tests {
     use serde_json::json;
 
     fn err(body: Json) -> String {
-        parse(&body).expect_err("must fail").to_string()
+        parse(&body, &[]).expect_err("must fail").to_string()
     }
 
     #[test]
@@ -861,7 +872,7 @@ mod tests {
                           "metrics": [{"expressionType": "SIMPLE", "column": {"column_name": "n"}, "aggregate": "sum"},
                                       {"expressionType": "SQL", "sqlExpression": "SUM(x)"}],
                           "where": "a > 1", "row_limit": 0, "unknown_key": 1}]
-        }))
+        }), &[])
         .expect("valid");
         let q = &ctx.queries[0];
         assert_eq!(ctx.datasource_id, 7);

@@ -19,6 +19,8 @@ pub struct Frame {
     pub coltypes: Vec<GenericType>,
     /// Rows.
     pub rows: Vec<Vec<Cell>>,
+    /// Row labels left by post-processing (`indexnames`); `None` means positions 0, 1, 2, ...
+    pub index: Option<Vec<Json>>,
 }
 
 /// Parses the datetime texts SQLite and virtual datasets hand back for temporal columns.
@@ -70,6 +72,7 @@ impl Frame {
             colnames,
             coltypes,
             rows,
+            index: None,
         }
     }
 
@@ -151,7 +154,7 @@ fn infer<'a>(cells: impl Iterator<Item = &'a Cell>) -> GenericType {
             Cell::Bool(_) => GenericType::Boolean,
             Cell::Int(_) | Cell::Float(_) | Cell::Decimal(_) => GenericType::Numeric,
             Cell::Timestamp(_) | Cell::TimestampTz(_) | Cell::Date(_) => GenericType::Temporal,
-            Cell::Text(_) | Cell::Time(_) => GenericType::String,
+            Cell::Text(_) | Cell::Time(_) | Cell::Json(_) => GenericType::String,
         };
         match kind {
             None => kind = Some(k),
@@ -186,6 +189,7 @@ pub fn cell_json(c: &Cell) -> Json {
             Number::from_f64(epoch_ms(&d.and_time(NaiveTime::MIN))).map_or(Json::Null, Json::Number)
         }
         Cell::Time(t) => Json::String(t.format("%H:%M:%S").to_string()),
+        Cell::Json(v) => v.clone(),
     }
 }
 
@@ -241,6 +245,7 @@ fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
         }
         Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
         Cell::Time(t) => t.format("%H:%M:%S").to_string(),
+        Cell::Json(v) => v.to_string(),
     }
 }
 

@@ -35,6 +35,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "catalog",
         sql: include_str!("migrations/0002_catalog.sql"),
     },
+    Migration {
+        version: 3,
+        name: "plugins",
+        sql: include_str!("migrations/0003_plugins.sql"),
+    },
 ];
 
 /// Arbitrary constants naming Liteset's advisory locks among other advisory-lock users.

@@ -1,0 +1,62 @@
+//! Builds the built-in post-processing plugin for `wasm32-wasip2` and leaves the component in
+//! `OUT_DIR`, where `plugins/registry.rs` embeds it: a plain `cargo build` of the server is
+//! all a fresh clone needs.
+//!
+//! The nested cargo uses its own target directory: the outer build holds the lock on ours.
+
+use std::env;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().expect("workspace root").to_path_buf();
+    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
+    for p in ["plugins/postprocessing", "sdk", "wit", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", root.join(p).display());
+    }
+    println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
+    let target_dir = env::var_os("CARGO_TARGET_DIR")
+        .map(|d| PathBuf::from(d).join("wasm-plugins"))
+        .unwrap_or_else(|| root.join("target").join("wasm-plugins"));
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args([
+            "build",
+            "--profile",
+            "wasm-plugin",
+            "--target",
+            "wasm32-wasip2",
+            "-p",
+            "liteset-plugin-postprocessing",
+            "--target-dir",
+        ])
+        .arg(&target_dir);
+    // Flags meant for the host build (clippy's wrapper, coverage or sanitizer flags) must not
+    // leak into the guest build.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("running cargo for the built-in plugin");
+    if !status.success() {
+        panic!(
+            "building the built-in post-processing plugin failed; is the wasm32-wasip2 target \
+             installed? (rustup target add wasm32-wasip2)"
+        );
+    }
+    let wasm = target_dir
+        .join("wasm32-wasip2")
+        .join("wasm-plugin")
+        .join("liteset_plugin_postprocessing.wasm");
+    std::fs::copy(&wasm, out.join("postprocessing.wasm"))
+        .unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
+}

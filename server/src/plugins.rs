@@ -1,0 +1,125 @@
+//! The WebAssembly plugin host: the only part of the server that knows wasmtime.
+//!
+//! Plugins are components implementing a world of the `liteset:plugin` WIT package (`wit/`).
+//! One [`runtime::Runtime`] owns the engine (pooling allocator, epoch interruption driven by a
+//! ticker thread), the linker and the on-disk cache of compiled components. The
+//! [`registry::Plugins`] registry holds the installed plugins (built-in ones embedded in the
+//! binary, uploaded ones persisted in the metadata store) as `Arc`s, so replacing a plugin never
+//! disturbs calls already running on the old one. Every call gets a fresh `Store` with its own
+//! memory cap and wall-clock deadline ([`call`]); whatever the guest does, the caller gets a
+//! typed [`PluginError`].
+
+mod bindings;
+mod call;
+pub mod pipeline;
+pub mod registry;
+pub mod runtime;
+mod stdio;
+pub mod table;
+
+pub use registry::{PluginSummary, Plugins, Source};
+
+/// The WIT package version this server implements.
+pub const WIT_VERSION: &str = "0.1.0";
+
+/// Name of the built-in post-processing plugin.
+pub const BUILTIN_POSTPROCESSING: &str = "postprocessing";
+
+/// What a plugin is for, from the world its exports implement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Exports `post-process`: a `post_processing` operation.
+    PostProcessor,
+    /// Exports `visualization`: builds queries for and renders a chart type.
+    Viz,
+}
+
+impl Kind {
+    /// The name used in the API (`post-processor`, `viz`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::PostProcessor => "post-processor",
+            Kind::Viz => "viz",
+        }
+    }
+}
+
+/// Why a plugin could not be installed or a plugin call failed. Mapped to HTTP in
+/// `api/error.rs`.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// No plugin of that name is installed.
+    #[error("Plugin {0} is not installed")]
+    NotFound(String),
+    /// An upload was refused (not a component, wrong world or version, imports beyond the
+    /// allowlist, a failing smoke call, a reserved name, ...).
+    #[error("{0}")]
+    Rejected(String),
+    /// The plugin reported a failure on purpose; `message` is shown as is.
+    #[error("{message}")]
+    Failed {
+        /// Plugin name.
+        plugin: String,
+        /// Whether the plugin blames the request or itself.
+        kind: GuestErrorKind,
+        /// The plugin's message.
+        message: String,
+    },
+    /// The call ran past its wall-clock budget and was stopped.
+    #[error("Plugin {plugin} ran longer than its limit of {limit_ms} ms and was stopped")]
+    Timeout {
+        /// Plugin name.
+        plugin: String,
+        /// The budget.
+        limit_ms: u64,
+    },
+    /// The call needed more memory than its cap and was stopped.
+    #[error("Plugin {plugin} needed more than its memory limit of {limit_mb} MiB and was stopped")]
+    OutOfMemory {
+        /// Plugin name.
+        plugin: String,
+        /// The cap.
+        limit_mb: u64,
+    },
+    /// The guest trapped (a panic, a stack overflow, an invalid instruction, ...).
+    #[error("Plugin {plugin} crashed: {detail}")]
+    Crashed {
+        /// Plugin name.
+        plugin: String,
+        /// The trap and the tail of what the guest wrote to stderr.
+        detail: String,
+    },
+    /// The guest returned something that breaks the interface's rules.
+    #[error("Plugin {plugin} returned an invalid result: {detail}")]
+    BadOutput {
+        /// Plugin name.
+        plugin: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Every call slot stayed busy for the whole queue timeout.
+    #[error("All plugin slots are busy; try again shortly")]
+    Busy,
+    /// The metadata store failed.
+    #[error(transparent)]
+    Store(#[from] crate::store::Error),
+    /// A fault of the host itself (engine setup, cache, a join error).
+    #[error("plugin host: {0}")]
+    Internal(String),
+}
+
+/// How a plugin classified its own failure (the WIT `error-kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GuestErrorKind {
+    /// Bad parameters.
+    InvalidParams,
+    /// The input table does not suit the operation.
+    InvalidInput,
+    /// Not supported by the plugin.
+    Unsupported,
+    /// A bug in the plugin.
+    Internal,
+}
+
+/// Result of this layer.
+pub type Result<T, E = PluginError> = std::result::Result<T, E>;

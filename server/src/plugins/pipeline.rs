@@ -1,0 +1,49 @@
+//! A query's `post_processing` list, run through plugins.
+//!
+//! Consecutive built-in operations go to the built-in plugin in ONE call (the whole run of
+//! steps as its params), so the table crosses the sandbox boundary once each way; an operation
+//! named after an uploaded post-processor is one call to that plugin with the step's options.
+
+use serde_json::{Value as Json, json};
+
+use super::bindings::types::Table;
+use super::{Plugins, Result, table};
+use crate::query::context::POST_PROCESSING_OPERATIONS;
+use crate::query::frame::Frame;
+
+/// Runs `steps` (operation, options) over `frame`.
+pub async fn run(
+    plugins: &Plugins,
+    frame: &Frame,
+    steps: &[(String, Json)],
+    request_id: &str,
+) -> Result<Frame> {
+    let mut t: Table = table::from_frame(frame);
+    let mut i = 0;
+    while i < steps.len() {
+        let builtin_run = steps[i..]
+            .iter()
+            .take_while(|(op, _)| POST_PROCESSING_OPERATIONS.contains(&op.as_str()))
+            .count();
+        if builtin_run > 0 {
+            let run: Vec<Json> = steps[i..i + builtin_run]
+                .iter()
+                .map(|(op, options)| json!({"operation": op, "options": options}))
+                .collect();
+            let plugin = plugins.builtin().await?;
+            t = plugins
+                .post_process(&plugin, "post_processing", &Json::Array(run).to_string(), t, request_id)
+                .await?;
+            i += builtin_run;
+        } else {
+            let (op, options) = &steps[i];
+            let plugin = plugins.get(op).await?;
+            let params = if options.is_null() { json!({}) } else { options.clone() };
+            t = plugins
+                .post_process(&plugin, op, &params.to_string(), t, request_id)
+                .await?;
+            i += 1;
+        }
+    }
+    Ok(table::to_frame(&t))
+}
