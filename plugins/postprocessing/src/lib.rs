@@ -5,3 +5,5 @@
 //! table crosses the wasm boundary once in each direction whatever the number of steps.
 
 pub mod frame;
+pub mod error;
+pub mod ops;
