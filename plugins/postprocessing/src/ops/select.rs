@@ -1,0 +1,13 @@
+//! `select` (not implemented yet).
+
+use serde_json::Value as Json;
+
+use crate::error::{PpError, Result};
+use crate::frame::Frame;
+
+/// Runs `select`.
+pub fn run(_frame: Frame, _options: &Json) -> Result<Frame> {
+    Err(PpError::unsupported(
+        "operation select is not implemented yet",
+    ))
+}
