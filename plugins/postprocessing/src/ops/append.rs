@@ -111,7 +111,11 @@ fn value_text(v: &Value) -> String {
 /// column, which Superset then fails to serialise.
 pub fn append_columns(mut base: Frame, derived: Vec<(Label, Series)>, mapping: &[(String, String)]) -> Frame {
     if mapping.iter().all(|(k, v)| k == v) {
-        for (label, series) in derived {
+        // `loc[:, columns.keys()] = append_df` only writes the mapped columns.
+        let mapped = derived
+            .into_iter()
+            .filter(|(l, _)| mapping.iter().any(|(k, _)| level0_is(l, k)));
+        for (label, series) in mapped {
             let targets: Vec<usize> = base
                 .labels
                 .iter()

@@ -21,6 +21,7 @@ pub mod cum;
 pub mod diff;
 pub mod flatten;
 pub mod geo;
+pub mod geodetic;
 pub mod histogram;
 pub mod pivot;
 pub mod prophet;
