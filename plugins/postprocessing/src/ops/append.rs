@@ -12,7 +12,11 @@ use crate::ops::args::{Options, get, invalid, py_str};
 /// column (level 0 of the column labels when they have several levels).
 ///
 /// It runs before Python binds the arguments, so it comes before the unknown-option check.
-pub fn validate_column_args(df: &Frame, options: &Options, argnames: &[&str]) -> Result<(), PpError> {
+pub fn validate_column_args(
+    df: &Frame,
+    options: &Options,
+    argnames: &[&str],
+) -> Result<(), PpError> {
     for name in argnames {
         let elems: Vec<&Json> = match get(options, name) {
             None => continue,
@@ -109,7 +113,11 @@ fn value_text(v: &Value) -> String {
 /// renamed through `mapping` at every level (pandas' `rename`) and they are appended after
 /// the base columns, duplicates included: a mixed mapping duplicates the identity-mapped
 /// column, which Superset then fails to serialise.
-pub fn append_columns(mut base: Frame, derived: Vec<(Label, Series)>, mapping: &[(String, String)]) -> Frame {
+pub fn append_columns(
+    mut base: Frame,
+    derived: Vec<(Label, Series)>,
+    mapping: &[(String, String)],
+) -> Frame {
     if mapping.iter().all(|(k, v)| k == v) {
         // `loc[:, columns.keys()] = append_df` only writes the mapped columns.
         let mapped = derived
@@ -157,7 +165,8 @@ pub fn append_columns(mut base: Frame, derived: Vec<(Label, Series)>, mapping: &
 fn assign_keeping_dtype(old: Series, new: Series) -> Series {
     match (&old, new) {
         (Series::Int64(_), Series::Float64(v))
-            if v.iter().all(|x| x.is_finite() && x.fract() == 0.0 && x.abs() < 9.2e18) =>
+            if v.iter()
+                .all(|x| x.is_finite() && x.fract() == 0.0 && x.abs() < 9.2e18) =>
         {
             Series::Int64(v.iter().map(|x| *x as i64).collect())
         }
@@ -244,13 +253,19 @@ pub(crate) mod tests {
         ]);
         let out = append_columns(
             df.clone(),
-            vec![(vec![Value::Str("a".into())], Series::Float64(vec![3.0, 4.0]))],
+            vec![(
+                vec![Value::Str("a".into())],
+                Series::Float64(vec![3.0, 4.0]),
+            )],
             &[("a".into(), "a".into())],
         );
         assert_eq!(out.columns[0], Series::Int64(vec![3, 4]));
         let out = append_columns(
             df,
-            vec![(vec![Value::Str("a".into())], Series::Float64(vec![f64::NAN, 4.0]))],
+            vec![(
+                vec![Value::Str("a".into())],
+                Series::Float64(vec![f64::NAN, 4.0]),
+            )],
             &[("a".into(), "a".into())],
         );
         assert!(matches!(out.columns[0], Series::Float64(_)));

@@ -152,11 +152,10 @@ pub fn cmp_labels(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
     }
     for (x, y) in a.iter().zip(b) {
         let (rx, ry) = (rank(x), rank(y));
-        let o = rx
-            .0
-            .cmp(&ry.0)
-            .then(rx.1.total_cmp(&ry.1))
-            .then(rx.2.cmp(&ry.2));
+        let o =
+            rx.0.cmp(&ry.0)
+                .then(rx.1.total_cmp(&ry.1))
+                .then(rx.2.cmp(&ry.2));
         if o.is_ne() {
             return o;
         }
@@ -175,14 +174,12 @@ fn combine(
     df: &Frame,
 ) -> Result<Series, PpError> {
     let n = df.num_rows();
-    if kind == CompareType::Difference {
-        if let (Some(i), Some(j)) = (s, c) {
-            if let (Series::Int64(a), Series::Int64(b)) = (&df.columns[i], &df.columns[j]) {
-                return Ok(Series::Int64(
-                    a.iter().zip(b).map(|(x, y)| x.wrapping_sub(*y)).collect(),
-                ));
-            }
-        }
+    if let (CompareType::Difference, Some(i), Some(j)) = (kind, s, c)
+        && let (Series::Int64(a), Series::Int64(b)) = (&df.columns[i], &df.columns[j])
+    {
+        return Ok(Series::Int64(
+            a.iter().zip(b).map(|(x, y)| x.wrapping_sub(*y)).collect(),
+        ));
     }
     let values = |p: Option<usize>| -> Result<Vec<f64>, PpError> {
         match p {
@@ -192,11 +189,12 @@ fn combine(
                     "numpy boolean subtract, the `-` operator, is not supported, use the \
                      bitwise_xor, the `^` operator, or the logical_xor function instead.",
                 )),
-                other => numeric_values(other, &df.labels[p], "compare")
-                    .map_err(|_| invalid(format!(
+                other => numeric_values(other, &df.labels[p], "compare").map_err(|_| {
+                    invalid(format!(
                         "compare needs numeric columns; column {} is not numeric",
                         crate::ops::args::py_str_repr(&label_text(&df.labels[p]))
-                    ))),
+                    ))
+                }),
             },
         }
     };

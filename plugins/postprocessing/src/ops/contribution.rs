@@ -49,7 +49,9 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
                 numeric
                     .iter()
                     .copied()
-                    .find(|&i| df.labels[i].len() == 1 && crate::ops::append::level0_is(&df.labels[i], c))
+                    .find(|&i| {
+                        df.labels[i].len() == 1 && crate::ops::append::level0_is(&df.labels[i], c)
+                    })
                     .ok_or_else(|| {
                         invalid(format!(
                             "Column \"{c}\" is not numeric or does not exists in the query results."
@@ -59,10 +61,11 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
             .collect::<Result<_, _>>()?,
         None => numeric,
     };
-    let renames: Vec<Label> = match opt_str_list(options, "rename_columns")?.filter(|r| !r.is_empty()) {
-        Some(r) => r.into_iter().map(|s| vec![Value::Str(s)]).collect(),
-        None => actual.iter().map(|&i| df.labels[i].clone()).collect(),
-    };
+    let renames: Vec<Label> =
+        match opt_str_list(options, "rename_columns")?.filter(|r| !r.is_empty()) {
+            Some(r) => r.into_iter().map(|s| vec![Value::Str(s)]).collect(),
+            None => actual.iter().map(|&i| df.labels[i].clone()).collect(),
+        };
     if renames.len() != actual.len() {
         return Err(invalid(
             "`rename_columns` must have the same length as `columns` + `time_shift_columns`.",
@@ -104,8 +107,7 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
                         _ => None,
                     };
                     match total {
-                        None => Series::Int64(vec![0; values.len()]),
-                        Some(t) if t == 0.0 => Series::Int64(vec![0; values.len()]),
+                        None | Some(0.0) => Series::Int64(vec![0; values.len()]),
                         Some(t) => Series::Float64(values.iter().map(|v| v / t).collect()),
                     }
                 }
@@ -123,7 +125,10 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
     let mut groups: Vec<(Option<String>, Vec<usize>, Vec<Label>)> = vec![(None, vec![], vec![])];
     for (&i, rename) in actual.iter().zip(renames) {
         let shift = match out.labels[i].first() {
-            Some(Value::Str(name)) => shifts.iter().find(|ts| name.ends_with(ts.as_str())).cloned(),
+            Some(Value::Str(name)) => shifts
+                .iter()
+                .find(|ts| name.ends_with(ts.as_str()))
+                .cloned(),
             _ => None,
         };
         match groups.iter_mut().find(|g| g.0 == shift) {
@@ -257,7 +262,10 @@ mod tests {
                          "rename_columns": ["%a", "%b", "%b__1 week ago"]})),
         )
         .unwrap();
-        assert_eq!(names(&out), ["a", "b", "b__1 week ago", "%a", "%b", "%b__1 week ago"]);
+        assert_eq!(
+            names(&out),
+            ["a", "b", "b__1 week ago", "%a", "%b", "%b__1 week ago"]
+        );
         assert_eq!(floats(&out.columns[3]), [1.0, 0.6]);
         assert!(floats(&out.columns[4])[0].is_nan());
         assert_eq!(floats(&out.columns[5]), [1.0, 1.0]);

@@ -101,8 +101,22 @@ fn cumulate(series: &Series, op: CumOp) -> Option<Series> {
         // pandas accumulates booleans as integers for sums and products, and keeps booleans
         // for running minima and maxima.
         Series::Bool(v) => match op {
-            CumOp::Min => Series::Bool(v.iter().scan(true, |a, &b| { *a &= b; Some(*a) }).collect()),
-            CumOp::Max => Series::Bool(v.iter().scan(false, |a, &b| { *a |= b; Some(*a) }).collect()),
+            CumOp::Min => Series::Bool(
+                v.iter()
+                    .scan(true, |a, &b| {
+                        *a &= b;
+                        Some(*a)
+                    })
+                    .collect(),
+            ),
+            CumOp::Max => Series::Bool(
+                v.iter()
+                    .scan(false, |a, &b| {
+                        *a |= b;
+                        Some(*a)
+                    })
+                    .collect(),
+            ),
             _ => Series::Int64(cumulate_ints(v.iter().map(|&b| i64::from(b)), op)),
         },
         Series::Object(v) => {
@@ -155,9 +169,17 @@ mod tests {
             ("a", Series::Int64(vec![3, 1, 2])),
             ("b", Series::Float64(vec![1.0, f64::NAN, 2.0])),
         ]);
-        let out = cum(df.clone(), &opts(json!({"operator": "sum", "columns": {"b": "b"}}))).unwrap();
+        let out = cum(
+            df.clone(),
+            &opts(json!({"operator": "sum", "columns": {"b": "b"}})),
+        )
+        .unwrap();
         assert_eq!(out.columns[1], Series::Float64(vec![1.0, 1.0, 3.0]));
-        let out = cum(df, &opts(json!({"operator": "min", "columns": {"a": "a_min"}}))).unwrap();
+        let out = cum(
+            df,
+            &opts(json!({"operator": "min", "columns": {"a": "a_min"}})),
+        )
+        .unwrap();
         assert_eq!(names(&out), ["a", "b", "a_min"]);
         assert_eq!(out.columns[2], Series::Int64(vec![3, 1, 1]));
     }

@@ -97,7 +97,10 @@ fn not_numeric(label: &Label) -> PpError {
 /// pandas' `DataFrame.diff(axis=1)`, i.e. `df - df.shift(periods, axis=1)`: each column minus
 /// the column `periods` places before it; the first columns, which have nothing to subtract,
 /// become all-NaN. Two int64 columns give an int64 difference.
-fn diff_columns(selected: &[(Label, &Series)], periods: i64) -> Result<Vec<(Label, Series)>, PpError> {
+fn diff_columns(
+    selected: &[(Label, &Series)],
+    periods: i64,
+) -> Result<Vec<(Label, Series)>, PpError> {
     let m = selected.len();
     let mut out = Vec::with_capacity(m);
     for (j, (label, s)) in selected.iter().enumerate() {
@@ -156,13 +159,21 @@ mod tests {
             ("a", Series::Int64(vec![1, 4, 9])),
             ("c", Series::Int64(vec![2, 2, 2])),
         ]);
-        let out = diff(df.clone(), &opts(json!({"columns": {"a": "d"}, "periods": 2}))).unwrap();
+        let out = diff(
+            df.clone(),
+            &opts(json!({"columns": {"a": "d"}, "periods": 2})),
+        )
+        .unwrap();
         assert_eq!(names(&out), ["a", "c", "d"]);
         match &out.columns[2] {
             Series::Float64(v) => assert!(v[0].is_nan() && v[1].is_nan() && v[2] == 8.0),
             other => panic!("{other:?}"),
         }
-        let out = diff(df, &opts(json!({"columns": {"a": "a", "c": "c"}, "axis": 1}))).unwrap();
+        let out = diff(
+            df,
+            &opts(json!({"columns": {"a": "a", "c": "c"}, "axis": 1})),
+        )
+        .unwrap();
         assert!(matches!(&out.columns[0], Series::Float64(v) if v.iter().all(|x| x.is_nan())));
         assert_eq!(out.columns[1], Series::Int64(vec![1, -2, -7]));
     }

@@ -70,7 +70,7 @@ fn from_fixed(v: u64) -> f64 {
 /// the bare `Exception("invalid latitude.")` (a 500 there) or the C encoder's `ValueError`
 /// (which Superset reports as "Invalid longitude/latitude").
 pub fn encode(latitude: f64, longitude: f64) -> Result<String, PpError> {
-    if latitude >= 90.0 || latitude < -90.0 {
+    if !(-90.0..90.0).contains(&latitude) && !latitude.is_nan() {
         return Err(invalid("invalid latitude."));
     }
     let invalid_lonlat = || invalid("Invalid longitude/latitude");
@@ -120,7 +120,8 @@ pub fn decode(code: &str) -> Option<(f64, f64)> {
         }
         let value = BASE32
             .iter()
-            .position(|&b| b == byte.to_ascii_lowercase() && byte.is_ascii())? as u64;
+            .position(|&b| b == byte.to_ascii_lowercase() && byte.is_ascii())?
+            as u64;
         for b in (0..5).rev() {
             let bit = (value >> b) & 1;
             let k = nbits;
@@ -128,7 +129,7 @@ pub fn decode(code: &str) -> Option<(f64, f64)> {
             if k >= 128 {
                 continue;
             }
-            if k % 2 == 0 {
+            if k.is_multiple_of(2) {
                 lon |= bit << (63 - k / 2);
             } else {
                 lat |= bit << (63 - k / 2);
@@ -290,8 +291,11 @@ pub fn geodetic_parse(df: Frame, options: &Options) -> Result<Frame, PpError> {
     if n == 0 {
         return Err(invalid("Invalid geodetic string"));
     }
-    let (mut lats, mut lons, mut alts) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut lats, mut lons, mut alts) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
     for i in 0..n {
         let (lat, lon, alt) = match points.get(i) {
             Value::Str(s) => parse_point(&s).ok_or_else(|| invalid("Invalid geodetic string"))?,

@@ -170,7 +170,10 @@ fn point_pattern() -> Node {
             Node::Group(
                 ALT_UNITS,
                 Box::new(Node::Alt(
-                    ["km", "m", "mi", "ft", "nm", "nmi"].iter().map(|u| lit(u)).collect(),
+                    ["km", "m", "mi", "ft", "nm", "nmi"]
+                        .iter()
+                        .map(|u| lit(u))
+                        .collect(),
                 )),
             ),
         ])),
@@ -193,9 +196,7 @@ type Cont<'k, 'a> = &'k mut dyn FnMut(&mut Matcher<'a>, usize) -> bool;
 impl<'a> Matcher<'a> {
     fn run(&mut self, node: &Node, pos: usize, k: Cont<'_, 'a>) -> bool {
         match node {
-            Node::Char(p) => {
-                pos < self.text.len() && p.test(self.text[pos]) && k(self, pos + 1)
-            }
+            Node::Char(p) => pos < self.text.len() && p.test(self.text[pos]) && k(self, pos + 1),
             Node::Seq(nodes) => self.seq(nodes, pos, k),
             Node::Alt(alts) => alts.iter().any(|a| self.run(a, pos, k)),
             Node::Rep {
@@ -256,6 +257,8 @@ impl<'a> Matcher<'a> {
                     p != pos && m2.rep(node, min, max, greedy, count + 1, p, k)
                 })
         };
+        // Not symmetric: the order decides which match Python's engine finds first.
+        #[allow(clippy::if_same_then_else)]
         if greedy {
             more(self, k) || (count >= min && k(self, pos))
         } else {
@@ -286,9 +289,18 @@ pub fn parse_point(string: &str) -> Option<(f64, f64, f64)> {
     let group = |i: usize| caps[i].map(|(s, e)| text[s..e].iter().collect::<String>());
     let number = |i: usize| group(i).map_or(Some(0.0), |s| s.parse::<f64>().ok());
     let direction = |g: usize| group(g).or_else(|| group(g + 4));
-    let latitude = parse_degrees(number(LAT + 1)?, number(LAT + 2)?, number(LAT + 3)?, direction(LAT));
-    let longitude =
-        parse_degrees(number(LON + 1)?, number(LON + 2)?, number(LON + 3)?, direction(LON));
+    let latitude = parse_degrees(
+        number(LAT + 1)?,
+        number(LAT + 2)?,
+        number(LAT + 3)?,
+        direction(LAT),
+    );
+    let longitude = parse_degrees(
+        number(LON + 1)?,
+        number(LON + 2)?,
+        number(LON + 3)?,
+        direction(LON),
+    );
     let altitude = match (group(ALT_DISTANCE), group(ALT_UNITS)) {
         (Some(d), Some(unit)) => parse_altitude(d.parse().ok()?, &unit),
         _ => 0.0,
@@ -384,9 +396,18 @@ mod tests {
         assert_eq!(parse_point("41.5,-81.0"), Some((41.5, -81.0, 0.0)));
         assert_eq!(parse_point("+41.5 -81.0"), Some((41.5, -81.0, 0.0)));
         assert_eq!(parse_point("41.5 N -81.0 W"), Some((41.5, 81.0, 0.0)));
-        assert_eq!(parse_point("-41.5 S, 81.0 E, 2.5km"), Some((41.5, 81.0, 2.5)));
-        assert_eq!(parse_point("35.6762;139.6503;0.02mi"), Some((35.6762, 139.6503, 0.03218688)));
-        assert_eq!(parse_point("61.2181, -149.9003, 30m"), Some((61.2181, -149.9003, 0.03)));
+        assert_eq!(
+            parse_point("-41.5 S, 81.0 E, 2.5km"),
+            Some((41.5, 81.0, 2.5))
+        );
+        assert_eq!(
+            parse_point("35.6762;139.6503;0.02mi"),
+            Some((35.6762, 139.6503, 0.03218688))
+        );
+        assert_eq!(
+            parse_point("61.2181, -149.9003, 30m"),
+            Some((61.2181, -149.9003, 0.03))
+        );
         let (lat, lon, _) = parse_point("23 26m 22s N 23 27m 30s E 21.0mi").unwrap();
         assert!((lat - (23.0 + 26.0 / 60.0 + 22.0 / 3600.0)).abs() < 1e-12);
         assert!((lon - 23.458_333_333_333_332).abs() < 1e-12);

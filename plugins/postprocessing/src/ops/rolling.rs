@@ -11,10 +11,11 @@ use serde_json::Value as Json;
 use crate::error::PpError;
 use crate::frame::{Frame, Series};
 use crate::ops::append::{
-    append_columns, label_text, numeric_values, select_positions, slice_rows,
-    validate_column_args,
+    append_columns, label_text, numeric_values, select_positions, slice_rows, validate_column_args,
 };
-use crate::ops::args::{Options, Signature, get, invalid, opt_mapping, py_repr, py_str, unsupported};
+use crate::ops::args::{
+    Options, Signature, get, invalid, opt_mapping, py_repr, py_str, unsupported,
+};
 
 const SIGNATURE: Signature = Signature {
     name: "rolling",
@@ -107,7 +108,9 @@ pub fn rolling(df: Frame, options: &Options) -> Result<Frame, PpError> {
             return Err(invalid("min_periods must be >= 0"));
         }
         if m as usize > window {
-            return Err(invalid(format!("min_periods {m} must be <= window {window}")));
+            return Err(invalid(format!(
+                "min_periods {m} must be <= window {window}"
+            )));
         }
     }
     let center = match get(options, "center") {
@@ -176,19 +179,24 @@ fn parse_kind(name: &str, opts: &serde_json::Map<String, Json>) -> Result<Kind, 
     if opts.keys().any(|k| !allowed.contains(&k.as_str())) {
         return Err(bad());
     }
-    if let Some(engine) = opts.get("engine").filter(|e| !e.is_null()) {
-        if engine.as_str() != Some("cython") {
-            return Err(unsupported(format!(
-                "Rolling engine {} is not supported",
-                py_repr(engine)
-            )));
-        }
+    if let Some(engine) = opts.get("engine").filter(|e| !e.is_null())
+        && engine.as_str() != Some("cython")
+    {
+        return Err(unsupported(format!(
+            "Rolling engine {} is not supported",
+            py_repr(engine)
+        )));
     }
     let ddof = match opts.get("ddof") {
         None => 1.0,
         Some(d) => match d.as_i64() {
             Some(n) => n as f64,
-            None => return Err(invalid(format!("ddof must be an integer, not {}", py_repr(d)))),
+            None => {
+                return Err(invalid(format!(
+                    "ddof must be an integer, not {}",
+                    py_repr(d)
+                )));
+            }
         },
     };
     Ok(match name {
@@ -264,7 +272,15 @@ fn apply_window(values: &[f64], window: usize, minp: usize, center: bool, kind: 
         Kind::Var { ddof } => roll_var(values, &bounds, minp, ddof),
         Kind::Std { ddof } => roll_var(values, &bounds, minp, ddof)
             .into_iter()
-            .map(|v| if v >= 0.0 { v.sqrt() } else if v.is_nan() { v } else { 0.0 })
+            .map(|v| {
+                if v >= 0.0 {
+                    v.sqrt()
+                } else if v.is_nan() {
+                    v
+                } else {
+                    0.0
+                }
+            })
             .collect(),
         Kind::Skew | Kind::Kurt => roll_moments(values, &bounds, minp, kind == Kind::Kurt),
         Kind::Median | Kind::Min | Kind::Max | Kind::Quantile { .. } => {
@@ -336,7 +352,11 @@ impl SumState {
 }
 
 /// Slides a `SumState` over the windows, calling `out` for each.
-fn slide_sum(values: &[f64], bounds: &[(usize, usize)], mut out: impl FnMut(&SumState) -> f64) -> Vec<f64> {
+fn slide_sum(
+    values: &[f64],
+    bounds: &[(usize, usize)],
+    mut out: impl FnMut(&SumState) -> f64,
+) -> Vec<f64> {
     let mut st = SumState::default();
     let mut res = Vec::with_capacity(bounds.len());
     for (i, &(s, e)) in bounds.iter().enumerate() {
@@ -401,7 +421,15 @@ fn roll_var(values: &[f64], bounds: &[(usize, usize)], minp: usize, ddof: f64) -
     let (mut same, mut prev) = (0usize, f64::NAN);
     let mut out = Vec::with_capacity(bounds.len());
 
-    fn add(val: f64, nobs: &mut f64, mean: &mut f64, ssq: &mut f64, comp: &mut f64, same: &mut usize, prev: &mut f64) {
+    fn add(
+        val: f64,
+        nobs: &mut f64,
+        mean: &mut f64,
+        ssq: &mut f64,
+        comp: &mut f64,
+        same: &mut usize,
+        prev: &mut f64,
+    ) {
         if val.is_nan() {
             return;
         }
@@ -426,7 +454,15 @@ fn roll_var(values: &[f64], bounds: &[(usize, usize)], minp: usize, ddof: f64) -
             same = 0;
             (nobs, mean, ssq, comp_add, comp_rem) = (0.0, 0.0, 0.0, 0.0, 0.0);
             for &v in &values[s..e] {
-                add(v, &mut nobs, &mut mean, &mut ssq, &mut comp_add, &mut same, &mut prev);
+                add(
+                    v,
+                    &mut nobs,
+                    &mut mean,
+                    &mut ssq,
+                    &mut comp_add,
+                    &mut same,
+                    &mut prev,
+                );
             }
         } else {
             let (ps, pe) = bounds[i - 1];
@@ -448,7 +484,15 @@ fn roll_var(values: &[f64], bounds: &[(usize, usize)], minp: usize, ddof: f64) -
                 }
             }
             for &v in &values[pe..e] {
-                add(v, &mut nobs, &mut mean, &mut ssq, &mut comp_add, &mut same, &mut prev);
+                add(
+                    v,
+                    &mut nobs,
+                    &mut mean,
+                    &mut ssq,
+                    &mut comp_add,
+                    &mut same,
+                    &mut prev,
+                );
             }
         }
         let r = if nobs >= minp && nobs > ddof {
@@ -481,7 +525,11 @@ fn roll_moments(values: &[f64], bounds: &[(usize, usize)], minp: usize, kurt: bo
     bounds
         .iter()
         .map(|&(s, e)| {
-            let win: Vec<f64> = values[s..e].iter().copied().filter(|v| !v.is_nan()).collect();
+            let win: Vec<f64> = values[s..e]
+                .iter()
+                .copied()
+                .filter(|v| !v.is_nan())
+                .collect();
             let n = win.len();
             if n < minp {
                 return f64::NAN;
@@ -578,7 +626,7 @@ fn quantile_sorted(win: &[f64], q: f64, interpolation: Interp) -> f64 {
         Interp::Nearest => {
             let half = idx as f64 + 0.5;
             if pos == half {
-                if idx % 2 == 0 { lo } else { hi }
+                if idx.is_multiple_of(2) { lo } else { hi }
             } else if pos < half {
                 lo
             } else {
@@ -650,8 +698,14 @@ mod tests {
         ));
         let c = window_bounds(4, 3, true);
         assert_eq!(c, [(0, 2), (0, 3), (1, 4), (2, 4)]);
-        let q = Kind::Quantile { q: 0.25, interpolation: Interp::Linear };
-        assert!(close(&roll_order(&[1.0, 2.0, 3.0, 4.0], &c, 1, q), &[1.25, 1.5, 2.5, 3.25]));
+        let q = Kind::Quantile {
+            q: 0.25,
+            interpolation: Interp::Linear,
+        };
+        assert!(close(
+            &roll_order(&[1.0, 2.0, 3.0, 4.0], &c, 1, q),
+            &[1.25, 1.5, 2.5, 3.25]
+        ));
         // pandas: Series([1, 2, 4, 8]).skew() and .kurt()
         let b4 = window_bounds(4, 4, false);
         let s = roll_moments(&[1.0, 2.0, 4.0, 8.0], &b4, 4, false);
@@ -681,8 +735,10 @@ mod tests {
             "rolling() got an unexpected keyword argument 'foo'"
         );
         assert_eq!(
-            err(json!({"rolling_type": "sum", "window": 2, "columns": {"a": "a"},
-                       "rolling_type_options": {"foo": 1}})),
+            err(
+                json!({"rolling_type": "sum", "window": 2, "columns": {"a": "a"},
+                       "rolling_type_options": {"foo": 1}})
+            ),
             "Invalid options for sum: {'foo': 1}"
         );
     }
