@@ -588,10 +588,11 @@ fn add_margins(
     for (col, v) in columns.iter_mut().zip(margin_row) {
         let mut vals = col.values();
         let mut v = v;
-        if let (Series::Int64(_), Value::Float(f)) = (&*col, &v) {
-            if f.is_finite() && f.fract() == 0.0 {
-                v = Value::Int(*f as i64);
-            }
+        if let (Series::Int64(_), Value::Float(f)) = (&*col, &v)
+            && f.is_finite()
+            && f.fract() == 0.0
+        {
+            v = Value::Int(*f as i64);
         }
         vals.push(v);
         *col = Series::from_values(vals);

@@ -87,10 +87,10 @@ pub fn run(mut frame: Frame, options: &Json) -> Result<Frame> {
             if level.is_some_and(|l| l != i) {
                 continue;
             }
-            if let Value::Str(s) = cell {
-                if let Some(new) = mapping.get(s.as_str()) {
-                    *cell = json_label(new);
-                }
+            if let Value::Str(s) = cell
+                && let Some(new) = mapping.get(s.as_str())
+            {
+                *cell = json_label(new);
             }
         }
     }

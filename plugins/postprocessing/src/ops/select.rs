@@ -52,14 +52,14 @@ pub fn run(frame: Frame, options: &Json) -> Result<Frame> {
     if let Some(Json::Object(mapping)) = opts.value("rename") {
         for label in &mut out.labels {
             for cell in label.iter_mut() {
-                if let Value::Str(s) = cell {
-                    if let Some(new) = mapping.get(s.as_str()) {
-                        *cell = match new {
-                            Json::String(n) => Value::Str(n.clone()),
-                            Json::Null => Value::Null,
-                            other => Value::Str(other.to_string()),
-                        };
-                    }
+                if let Value::Str(s) = cell
+                    && let Some(new) = mapping.get(s.as_str())
+                {
+                    *cell = match new {
+                        Json::String(n) => Value::Str(n.clone()),
+                        Json::Null => Value::Null,
+                        other => Value::Str(other.to_string()),
+                    };
                 }
             }
         }
