@@ -112,13 +112,12 @@ pub fn scalar_to_sequence(v: Option<&Json>) -> Vec<String> {
 /// decorator runs before the call.
 pub fn validate_column_args(frame: &Frame, options: &Json, argnames: &[&str]) -> Result<()> {
     for name in argnames {
-        if let Some(v) = options.get(name) {
-            if !scalar_to_sequence(Some(v))
+        if let Some(v) = options.get(name)
+            && !scalar_to_sequence(Some(v))
                 .iter()
                 .all(|c| frame.has_level0(c))
-            {
-                return Err(PpError::missing_columns());
-            }
+        {
+            return Err(PpError::missing_columns());
         }
     }
     Ok(())
