@@ -882,6 +882,51 @@ mod tests {
         assert_eq!(b.rows(&weekly, 2), (1, 2));
     }
 
+    fn series_frame(times: &[i64], values: Vec<f64>) -> Frame {
+        let mut df = Frame::from_columns(vec![("v".to_string(), Series::Float64(values))]);
+        df.index = Index {
+            names: vec![Some("__timestamp".into())],
+            levels: vec![Series::Datetime(times.iter().map(|t| Some(*t)).collect())],
+        };
+        df
+    }
+
+    fn run(df: &Frame, options: serde_json::Value) -> (Vec<i64>, Vec<f64>) {
+        let out = resample(df.clone(), &serde_json::from_value(options).unwrap()).unwrap();
+        let Series::Datetime(t) = &out.index.levels[0] else {
+            panic!("index")
+        };
+        let Series::Float64(v) = &out.columns[0] else {
+            panic!("values")
+        };
+        (t.iter().map(|x| x.unwrap()).collect(), v.clone())
+    }
+
+    #[test]
+    fn upsampling_and_downsampling() {
+        let df = series_frame(
+            &[ts(2021, 1, 1), ts(2021, 1, 2), ts(2021, 1, 5)],
+            vec![1.0, f64::NAN, 5.0],
+        );
+        let (t, v) = run(&df, serde_json::json!({"rule": "1D", "method": "ffill"}));
+        assert_eq!(t.len(), 5);
+        assert_eq!(v, [1.0, 1.0, 1.0, 1.0, 5.0]);
+        let (_, v) = run(&df, serde_json::json!({"rule": "1D", "method": "bfill"}));
+        assert_eq!(v, [1.0, 5.0, 5.0, 5.0, 5.0]);
+        let (_, v) = run(
+            &df,
+            serde_json::json!({"rule": "1D", "method": "asfreq", "fill_value": 0}),
+        );
+        assert_eq!(v, [1.0, 0.0, 0.0, 0.0, 5.0]);
+        // Weeks end on Sunday: Jan 1-3 fall in the week labelled Jan 3.
+        let (t, v) = run(&df, serde_json::json!({"rule": "W", "method": "sum"}));
+        assert_eq!(t, [ts(2021, 1, 3), ts(2021, 1, 10)]);
+        assert_eq!(v, [1.0, 5.0]);
+        let (_, v) = run(&df, serde_json::json!({"rule": "2D", "method": "mean"}));
+        assert_eq!(v.len(), 3);
+        assert!(v[0] == 1.0 && v[1].is_nan() && v[2] == 5.0);
+    }
+
     #[test]
     fn linear_interpolation() {
         let s = interpolate(Series::Float64(vec![
