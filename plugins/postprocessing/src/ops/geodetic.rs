@@ -422,4 +422,16 @@ mod tests {
         assert_eq!(parse_point("95, 10"), None);
         assert_eq!(parse_point("10, 190").map(|p| p.1), Some(-170.0));
     }
+
+    #[test]
+    fn long_inputs_stay_bounded() {
+        // Worst cases for backtracking within geopy's 256-character cap, and beyond it.
+        let digits = "1".repeat(256);
+        assert_eq!(parse_point(&digits), None);
+        let pairs = "1 ".repeat(128);
+        assert!(parse_point(&pairs).is_some());
+        let junk = format!("{}x", "1 1m ".repeat(50));
+        assert_eq!(parse_point(&junk), None);
+        assert_eq!(parse_point(&"1, 2 ".repeat(60)), None);
+    }
 }
