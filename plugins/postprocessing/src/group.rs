@@ -21,7 +21,15 @@ pub struct FxHasher(u64);
 
 impl Hasher for FxHasher {
     fn finish(&self) -> u64 {
-        self.0
+        // The multiply alone leaves the low bits of keys with many trailing zeros (epoch
+        // microseconds of whole days) at zero, and hashbrown picks buckets from the low
+        // bits: finish with murmur3's avalanche so every input bit reaches them.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
     }
     fn write(&mut self, bytes: &[u8]) {
         for chunk in bytes.chunks(8) {

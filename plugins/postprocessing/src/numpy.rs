@@ -11,6 +11,7 @@ use serde_json::{Map, Value as Json};
 
 use crate::error::{PpError, Result};
 use crate::frame::{Series, Value};
+use crate::group::cmp_values;
 use crate::pystr::str_repr;
 
 /// A numpy function name Superset accepts.
@@ -223,6 +224,9 @@ impl Aggregator {
                 Ok(out)
             }
             Series::Datetime(v) => self.apply_datetimes(rows.iter().map(|&i| v[i])),
+            Series::Object(v) if rows.iter().any(|&i| matches!(v[i], Value::Str(_))) => {
+                self.apply_strings(rows.iter().map(|&i| &v[i]))
+            }
             Series::Object(v) => {
                 // An object column of numbers (e.g. nullable ints) behaves like a numeric one.
                 let mut all_int = true;
@@ -355,6 +359,63 @@ impl Aggregator {
             Func::ArgMax => Value::Int(argbest(v.iter().copied(), |a, b| a > b)),
             Func::ArgMin => Value::Int(argbest(v.iter().copied(), |a, b| a < b)),
             Func::CumSum | Func::CumProd => fl(f64::NAN),
+        }
+    }
+
+    /// An object group holding text: pandas' `max`/`min` compare the strings (skipping
+    /// missing values), `count_nonzero` counts truthy cells; numeric functions fail.
+    fn apply_strings<'v, I: Iterator<Item = &'v Value>>(&self, it: I) -> Result<Value> {
+        let vals: Vec<&Value> = it.collect();
+        let present: Vec<&Value> = vals
+            .iter()
+            .copied()
+            .filter(|v| !matches!(v, Value::Null) && !matches!(v, Value::Float(f) if f.is_nan()))
+            .collect();
+        let all_str = present.iter().all(|v| matches!(v, Value::Str(_)));
+        match self.func {
+            Func::Max | Func::Min if all_str => {
+                let best = present.iter().copied().reduce(|a, b| {
+                    let o = cmp_values(b, a);
+                    let better = if self.func == Func::Max {
+                        o.is_gt()
+                    } else {
+                        o.is_lt()
+                    };
+                    if better { b } else { a }
+                });
+                Ok(best.cloned().unwrap_or(Value::Float(f64::NAN)))
+            }
+            Func::Max | Func::Min => Err(PpError::params(
+                "'>' not supported between instances of 'str' and 'float'",
+            )),
+            Func::CountNonzero => Ok(Value::Int(
+                vals.iter()
+                    .filter(|v| match v {
+                        Value::Null => false,
+                        Value::Str(s) => !s.is_empty(),
+                        Value::Bool(b) => *b,
+                        Value::Int(i) => *i != 0,
+                        Value::Float(f) => *f != 0.0,
+                        _ => true,
+                    })
+                    .count() as i64,
+            )),
+            _ => {
+                let s = present
+                    .iter()
+                    .find_map(|v| {
+                        if let Value::Str(s) = v {
+                            Some(s.as_str())
+                        } else {
+                            None
+                        }
+                    })
+                    .unwrap_or("");
+                Err(PpError::params(format!(
+                    "could not convert string to float: {}",
+                    str_repr(s)
+                )))
+            }
         }
     }
 

@@ -92,7 +92,7 @@ pub fn run(frame: Frame, options: &Json) -> Result<Frame> {
     let numeric = df.columns[cpos].to_numeric_coerce();
     let values = numeric.to_f64();
     if values.iter().any(|x| x.is_nan()) {
-        return Err(PpError::input(format!(
+        return Err(PpError::params(format!(
             "Column '{column}' contains non-numeric values"
         )));
     }

@@ -62,13 +62,14 @@ fn is_missing(v: &Value) -> bool {
 }
 
 /// `series.fillna(fill)`: a typed column with missing values and a fill of another type
-/// becomes `object`.
-fn fillna(s: &Series, fill: &Value) -> Series {
+/// becomes `object`. `None` when there is nothing to fill (the column stays as it is, which
+/// spares copying a million strings for the common case).
+fn fillna(s: &Series, fill: &Value) -> Option<Series> {
     let has_missing = (0..s.len()).any(|i| s.is_null(i));
     if !has_missing {
-        return s.clone();
+        return None;
     }
-    match (s, fill) {
+    Some(match (s, fill) {
         (Series::Float64(v), Value::Float(f)) => {
             Series::Float64(v.iter().map(|x| if x.is_nan() { *f } else { *x }).collect())
         }
@@ -85,7 +86,7 @@ fn fillna(s: &Series, fill: &Value) -> Series {
                 .map(|i| if s.is_null(i) { fill.clone() } else { s.get(i) })
                 .collect(),
         ),
-    }
+    })
 }
 
 /// pandas `maybe_downcast_to_dtype(values, int64)`: floats that are all integral (and not
@@ -164,7 +165,9 @@ pub fn run(frame: Frame, options: &Json) -> Result<Frame> {
     if let Some(fill) = &column_fill {
         for c in &columns {
             let p = frame.require(c)?;
-            frame.columns[p] = fillna(&frame.columns[p], fill);
+            if let Some(filled) = fillna(&frame.columns[p], fill) {
+                frame.columns[p] = filled;
+            }
         }
     }
     let aggs = aggregate_funcs(&frame, opts.get("aggregates"))?;
