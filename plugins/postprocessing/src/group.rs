@@ -1,0 +1,447 @@
+//! Grouping: pandas `groupby(keys, sort=True)` row partitions.
+//!
+//! Every groupby-based operation (aggregate, pivot, boxplot, histogram, rank) needs the same
+//! thing: the rows of each distinct key tuple, groups ordered like pandas orders them (each
+//! key ascending, numbers before strings), and rows whose key is missing dropped (or, with
+//! `dropna=False`, kept as a last group). Keys are factorised column by column into sorted
+//! integer codes, so the hot loop only hashes machine integers and never allocates per row.
+
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use crate::error::{PpError, Result};
+use crate::frame::{Series, Value};
+
+/// A small, fast, non-cryptographic hasher (the rustc "Fx" mix). Keys are our own
+/// factorised data, so hash flooding is not a concern, and SipHash would dominate the
+/// profile of a million-row pivot.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn finish(&self) -> u64 {
+        // The multiply alone leaves the low bits of keys with many trailing zeros (epoch
+        // microseconds of whole days) at zero, and hashbrown picks buckets from the low
+        // bits: finish with murmur3's avalanche so every input bit reaches them.
+        let mut h = self.0;
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+        h ^= h >> 33;
+        h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+        h ^ (h >> 33)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut buf = [0u8; 8];
+            buf[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(buf));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_i64(&mut self, i: i64) {
+        self.write_u64(i as u64);
+    }
+}
+
+/// `HashMap` with [`FxHasher`].
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// Code of a missing key before it is placed.
+pub const NULL_CODE: u32 = u32::MAX;
+
+/// Sort class of a value in pandas' mixed-type ordering (`safe_sort`): non-string scalars
+/// first, then strings, then missing values.
+fn class(v: &Value) -> u8 {
+    match v {
+        Value::Bool(_) | Value::Int(_) | Value::Float(_) => 0,
+        Value::Ts(_) => 1,
+        Value::Str(_) => 2,
+        Value::List(_) => 3,
+        Value::Null => 4,
+    }
+}
+
+fn num(v: &Value) -> f64 {
+    match v {
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Int(i) => *i as f64,
+        Value::Float(f) => *f,
+        _ => f64::NAN,
+    }
+}
+
+/// Total order used for sorting keys and labels the way pandas does: numbers (and bools)
+/// by value, then timestamps, then strings by code point, missing values last.
+pub fn cmp_values(a: &Value, b: &Value) -> Ordering {
+    let (ca, cb) = (class(a), class(b));
+    if ca != cb {
+        return ca.cmp(&cb);
+    }
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => x.cmp(y),
+        (Value::Ts(x), Value::Ts(y)) => x.cmp(y),
+        (Value::Str(x), Value::Str(y)) => x.cmp(y),
+        (Value::Float(x), Value::Float(y)) if x.is_nan() || y.is_nan() => {
+            x.is_nan().cmp(&y.is_nan())
+        }
+        (Value::List(x), Value::List(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                let o = cmp_values(p, q);
+                if o != Ordering::Equal {
+                    return o;
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Null, Value::Null) => Ordering::Equal,
+        _ => num(a).partial_cmp(&num(b)).unwrap_or(Ordering::Equal),
+    }
+}
+
+/// Hashable identity of an object cell: Python's `1 == 1.0`, so integral floats and ints
+/// share a key.
+#[derive(Hash, PartialEq, Eq)]
+enum ObjKey<'a> {
+    Int(i64),
+    Float(u64),
+    Bool(bool),
+    Str(&'a str),
+    Ts(i64),
+}
+
+fn float_key(x: f64) -> ObjKey<'static> {
+    if x.fract() == 0.0 && x.abs() < 9.0e18 {
+        ObjKey::Int(x as i64)
+    } else {
+        ObjKey::Float(x.to_bits())
+    }
+}
+
+/// One column factorised: per row a code (rank of the value among the sorted distinct
+/// values, or [`NULL_CODE`]) and the number of distinct non-missing values.
+pub struct Factor {
+    pub codes: Vec<u32>,
+    pub n_uniques: u32,
+    pub has_null: bool,
+}
+
+/// Turns first-appearance ids into sorted ranks.
+fn finish<F: Fn(usize, usize) -> Ordering>(prov: Vec<u32>, firsts: &[usize], cmp: F) -> Factor {
+    let k = firsts.len();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&a, &b| cmp(firsts[a], firsts[b]));
+    let mut rank = vec![0u32; k];
+    for (r, &id) in order.iter().enumerate() {
+        rank[id] = r as u32;
+    }
+    let mut has_null = false;
+    let codes = prov
+        .into_iter()
+        .map(|p| {
+            if p == NULL_CODE {
+                has_null = true;
+                NULL_CODE
+            } else {
+                rank[p as usize]
+            }
+        })
+        .collect();
+    Factor {
+        codes,
+        n_uniques: k as u32,
+        has_null,
+    }
+}
+
+fn factorize_by<K: Hash + Eq, F: Fn(usize) -> Option<K>>(
+    n: usize,
+    key: F,
+) -> (Vec<u32>, Vec<usize>) {
+    let mut map: FxMap<K, u32> = FxMap::default();
+    let mut firsts = Vec::new();
+    let mut prov = Vec::with_capacity(n);
+    for i in 0..n {
+        match key(i) {
+            None => prov.push(NULL_CODE),
+            Some(k) => {
+                let id = *map.entry(k).or_insert_with(|| {
+                    firsts.push(i);
+                    (firsts.len() - 1) as u32
+                });
+                prov.push(id);
+            }
+        }
+    }
+    (prov, firsts)
+}
+
+/// Factorises one key column (pandas `factorize(sort=True)`).
+pub fn factorize(s: &Series) -> Result<Factor> {
+    match s {
+        Series::Float64(v) => {
+            let (prov, firsts) = factorize_by(v.len(), |i| {
+                let x = v[i];
+                if x.is_nan() {
+                    None
+                } else if x == 0.0 {
+                    Some(0u64)
+                } else {
+                    Some(x.to_bits())
+                }
+            });
+            Ok(finish(prov, &firsts, |a, b| v[a].total_cmp(&v[b])))
+        }
+        Series::Int64(v) => {
+            let (prov, firsts) = factorize_by(v.len(), |i| Some(v[i]));
+            Ok(finish(prov, &firsts, |a, b| v[a].cmp(&v[b])))
+        }
+        Series::Bool(v) => {
+            let (prov, firsts) = factorize_by(v.len(), |i| Some(v[i]));
+            Ok(finish(prov, &firsts, |a, b| v[a].cmp(&v[b])))
+        }
+        Series::Datetime(v) => {
+            let (prov, firsts) = factorize_by(v.len(), |i| v[i]);
+            Ok(finish(prov, &firsts, |a, b| v[a].cmp(&v[b])))
+        }
+        Series::Object(v) => {
+            if v.iter().any(|x| matches!(x, Value::List(_))) {
+                return Err(PpError::params("unhashable type: 'list'"));
+            }
+            let (prov, firsts) = factorize_by(v.len(), |i| match &v[i] {
+                Value::Null => None,
+                Value::Float(x) if x.is_nan() => None,
+                Value::Float(x) => Some(float_key(*x)),
+                Value::Int(x) => Some(ObjKey::Int(*x)),
+                Value::Bool(b) => Some(ObjKey::Bool(*b)),
+                Value::Str(s) => Some(ObjKey::Str(s.as_str())),
+                Value::Ts(t) => Some(ObjKey::Ts(*t)),
+                Value::List(_) => None,
+            });
+            Ok(finish(prov, &firsts, |a, b| cmp_values(&v[a], &v[b])))
+        }
+    }
+}
+
+/// The groups of a frame's rows.
+pub struct Groups {
+    /// First row of each group; groups are in pandas' sorted order.
+    pub first: Vec<usize>,
+    /// Rows of group `g` are `rows[offsets[g]..offsets[g + 1]]`, ascending.
+    pub offsets: Vec<usize>,
+    pub rows: Vec<usize>,
+    /// Per key, per group: the key's sorted code (a missing key kept with `dropna=false`
+    /// has code `n_uniques`, i.e. sorts last).
+    pub key_codes: Vec<Vec<u32>>,
+    /// Group of each row (`NULL_CODE` for a dropped row).
+    pub group_of_row: Vec<u32>,
+}
+
+impl Groups {
+    /// Number of groups.
+    pub fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Whether there is no group.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+
+    /// The rows of group `g`.
+    pub fn rows_of(&self, g: usize) -> &[usize] {
+        &self.rows[self.offsets[g]..self.offsets[g + 1]]
+    }
+}
+
+/// Groups `n` rows by `keys` (`groupby(keys, sort=True, dropna=dropna)`). With no key, all
+/// rows form one group (when there is at least one row).
+pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
+    if keys.is_empty() {
+        let groups = if n == 0 { 0 } else { 1 };
+        return Ok(Groups {
+            first: if groups == 1 { vec![0] } else { vec![] },
+            offsets: if groups == 1 { vec![0, n] } else { vec![0] },
+            rows: (0..n).collect(),
+            key_codes: vec![],
+            group_of_row: vec![0; n],
+        });
+    }
+    let factors: Vec<Factor> = keys.iter().map(|s| factorize(s)).collect::<Result<_>>()?;
+    // Cardinality of each key, with room for a kept missing value.
+    let cards: Vec<u64> = factors
+        .iter()
+        .map(|f| u64::from(f.n_uniques) + u64::from(!dropna && f.has_null))
+        .collect();
+    let product = cards
+        .iter()
+        .try_fold(1u64, |acc, &c| acc.checked_mul(c.max(1)));
+    let code_of = |f: &Factor, i: usize| -> Option<u32> {
+        let c = f.codes[i];
+        if c == NULL_CODE {
+            if dropna { None } else { Some(f.n_uniques) }
+        } else {
+            Some(c)
+        }
+    };
+
+    let mut group_of_row = vec![NULL_CODE; n];
+    let mut reps: Vec<Vec<u32>> = Vec::new();
+    match product {
+        Some(total) => {
+            // Mixed-radix packing preserves the lexicographic order of code tuples.
+            let mut packed: Vec<u64> = vec![u64::MAX; n];
+            for (i, slot) in packed.iter_mut().enumerate() {
+                let mut acc = 0u64;
+                let mut ok = true;
+                for (f, &card) in factors.iter().zip(&cards) {
+                    match code_of(f, i) {
+                        Some(c) => acc = acc * card + u64::from(c),
+                        None => {
+                            ok = false;
+                            break;
+                        }
+                    }
+                }
+                if ok {
+                    *slot = acc;
+                }
+            }
+            let unpack = |mut p: u64| -> Vec<u32> {
+                let mut out = vec![0u32; cards.len()];
+                for k in (0..cards.len()).rev() {
+                    out[k] = (p % cards[k]) as u32;
+                    p /= cards[k];
+                }
+                out
+            };
+            if total <= (2 * n as u64).max(1 << 16) {
+                let mut table = vec![NULL_CODE; total as usize];
+                for &p in &packed {
+                    if p != u64::MAX {
+                        table[p as usize] = 0;
+                    }
+                }
+                let mut next = 0u32;
+                for (p, slot) in table.iter_mut().enumerate() {
+                    if *slot == 0 {
+                        *slot = next;
+                        next += 1;
+                        reps.push(unpack(p as u64));
+                    }
+                }
+                for (g, &p) in group_of_row.iter_mut().zip(&packed) {
+                    if p != u64::MAX {
+                        *g = table[p as usize];
+                    }
+                }
+            } else {
+                let mut distinct: Vec<u64> =
+                    packed.iter().copied().filter(|&p| p != u64::MAX).collect();
+                distinct.sort_unstable();
+                distinct.dedup();
+                let mut map: FxMap<u64, u32> = FxMap::default();
+                map.reserve(distinct.len());
+                for (g, &p) in distinct.iter().enumerate() {
+                    map.insert(p, g as u32);
+                    reps.push(unpack(p));
+                }
+                for (g, &p) in group_of_row.iter_mut().zip(&packed) {
+                    if p != u64::MAX {
+                        *g = map[&p];
+                    }
+                }
+            }
+        }
+        None => {
+            // Too many combinations to pack: sort the code tuples themselves.
+            let tuple =
+                |i: usize| -> Option<Vec<u32>> { factors.iter().map(|f| code_of(f, i)).collect() };
+            let mut keyed: Vec<(Vec<u32>, usize)> =
+                (0..n).filter_map(|i| tuple(i).map(|t| (t, i))).collect();
+            keyed.sort();
+            for (t, i) in keyed {
+                if reps.last() != Some(&t) {
+                    reps.push(t);
+                }
+                group_of_row[i] = (reps.len() - 1) as u32;
+            }
+        }
+    }
+
+    let ngroups = reps.len();
+    let mut counts = vec![0usize; ngroups + 1];
+    for &g in &group_of_row {
+        if g != NULL_CODE {
+            counts[g as usize + 1] += 1;
+        }
+    }
+    for g in 0..ngroups {
+        counts[g + 1] += counts[g];
+    }
+    let offsets = counts.clone();
+    let mut fill = counts;
+    let mut rows = vec![0usize; offsets[ngroups]];
+    for (i, &g) in group_of_row.iter().enumerate() {
+        if g != NULL_CODE {
+            rows[fill[g as usize]] = i;
+            fill[g as usize] += 1;
+        }
+    }
+    let first = (0..ngroups).map(|g| rows[offsets[g]]).collect();
+    let mut key_codes = vec![Vec::with_capacity(ngroups); keys.len()];
+    for rep in &reps {
+        for (k, &c) in rep.iter().enumerate() {
+            key_codes[k].push(c);
+        }
+    }
+    Ok(Groups {
+        first,
+        offsets,
+        rows,
+        key_codes,
+        group_of_row,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_sorted_and_nulls_dropped() {
+        let a = Series::Object(vec![
+            Value::Str("b".into()),
+            Value::Null,
+            Value::Str("a".into()),
+            Value::Str("b".into()),
+        ]);
+        let g = group_by(&[&a], 4, true).unwrap();
+        assert_eq!(g.first, vec![2, 0]);
+        assert_eq!(g.rows_of(1), &[0, 3]);
+        let g = group_by(&[&a], 4, false).unwrap();
+        assert_eq!(g.first, vec![2, 0, 1]);
+    }
+
+    #[test]
+    fn numbers_before_strings() {
+        let a = Series::Object(vec![
+            Value::Str("<NULL>".into()),
+            Value::Float(2020.0),
+            Value::Float(2019.0),
+        ]);
+        let g = group_by(&[&a], 3, true).unwrap();
+        assert_eq!(g.first, vec![2, 1, 0]);
+    }
+}

@@ -1,0 +1,310 @@
+//! Reading an operation's `options` the way Python reads keyword arguments.
+//!
+//! Superset calls every operation as `op(df, **options)`, so an unknown key is a Python
+//! `TypeError` ("got an unexpected keyword argument") and a missing required one is another
+//! ("missing 1 required positional argument"). Both checks are reproduced with Python's
+//! wording, and values are rendered with Python's `repr` where Superset's messages embed them.
+
+use serde_json::{Map, Value as Json};
+
+use crate::error::{ErrorKind, PpError};
+
+/// The options of one operation call.
+pub type Options = Map<String, Json>;
+
+/// An `InvalidParams` error (Superset's `InvalidPostProcessingError`, or a Python error caused
+/// by the options).
+pub fn invalid(message: impl Into<String>) -> PpError {
+    PpError {
+        kind: ErrorKind::InvalidParams,
+        message: message.into(),
+    }
+}
+
+/// An `Unsupported` error: something Superset would do that Liteset does not.
+pub fn unsupported(message: impl Into<String>) -> PpError {
+    PpError {
+        kind: ErrorKind::Unsupported,
+        message: message.into(),
+    }
+}
+
+/// A Python function signature: its name and its keyword parameters (after `df`), each with
+/// whether it is required (has no default).
+pub struct Signature {
+    pub name: &'static str,
+    pub params: &'static [(&'static str, bool)],
+}
+
+impl Signature {
+    /// Python's argument binding checks: unknown keywords first, then missing required ones.
+    pub fn check(&self, options: &Options) -> Result<(), PpError> {
+        if let Some(key) = options
+            .keys()
+            .find(|k| !self.params.iter().any(|(p, _)| p == k))
+        {
+            return Err(invalid(format!(
+                "{}() got an unexpected keyword argument '{key}'",
+                self.name
+            )));
+        }
+        let missing: Vec<String> = self
+            .params
+            .iter()
+            .filter(|(p, required)| *required && !options.contains_key(*p))
+            .map(|(p, _)| format!("'{p}'"))
+            .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let list = match missing.as_slice() {
+            [one] => one.clone(),
+            [a, b] => format!("{a} and {b}"),
+            [init @ .., last] => format!("{}, and {last}", init.join(", ")),
+            [] => unreachable!("checked non-empty"),
+        };
+        let plural = if missing.len() == 1 { "" } else { "s" };
+        Err(invalid(format!(
+            "{}() missing {} required positional argument{plural}: {list}",
+            self.name,
+            missing.len()
+        )))
+    }
+}
+
+/// The option `key`, with JSON `null` read as Python `None` (absent).
+pub fn get<'a>(options: &'a Options, key: &str) -> Option<&'a Json> {
+    options.get(key).filter(|v| !v.is_null())
+}
+
+/// Whether a value is falsy in Python (`None`, `False`, `0`, `""`, `[]`, `{}`).
+pub fn is_falsy(value: Option<&Json>) -> bool {
+    match value {
+        None | Some(Json::Null) => true,
+        Some(Json::Bool(b)) => !b,
+        Some(Json::Number(n)) => n.as_f64() == Some(0.0),
+        Some(Json::String(s)) => s.is_empty(),
+        Some(Json::Array(a)) => a.is_empty(),
+        Some(Json::Object(o)) => o.is_empty(),
+    }
+}
+
+/// An optional string option; anything else than a string or `None` is refused.
+pub fn opt_str<'a>(options: &'a Options, key: &str) -> Result<Option<&'a str>, PpError> {
+    match get(options, key) {
+        None => Ok(None),
+        Some(Json::String(s)) => Ok(Some(s)),
+        Some(other) => Err(invalid(format!(
+            "`{key}` must be a string, not {}",
+            py_repr(other)
+        ))),
+    }
+}
+
+/// An optional integer option (Python `bool` counts as an integer, as in Python).
+pub fn opt_int(options: &Options, key: &str) -> Result<Option<i64>, PpError> {
+    match get(options, key) {
+        None => Ok(None),
+        Some(Json::Bool(b)) => Ok(Some(i64::from(*b))),
+        Some(Json::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64()),
+        Some(other) => Err(invalid(format!(
+            "`{key}` must be an integer, not {}",
+            py_repr(other)
+        ))),
+    }
+}
+
+/// An optional boolean option, read with Python truthiness.
+pub fn opt_bool(options: &Options, key: &str) -> Option<bool> {
+    options.get(key).map(|v| !is_falsy(Some(v)))
+}
+
+/// An optional `{source: target}` mapping of column names, in the order given.
+pub fn opt_mapping(options: &Options, key: &str) -> Result<Vec<(String, String)>, PpError> {
+    match get(options, key) {
+        None => Ok(Vec::new()),
+        Some(Json::Object(map)) => map
+            .iter()
+            .map(|(k, v)| match v {
+                Json::String(s) => Ok((k.clone(), s.clone())),
+                other => Err(invalid(format!(
+                    "`{key}` must map column names to column names, not to {}",
+                    py_repr(other)
+                ))),
+            })
+            .collect(),
+        Some(other) => Err(invalid(format!(
+            "`{key}` must be a mapping of column names, not {}",
+            py_repr(other)
+        ))),
+    }
+}
+
+/// An optional list of strings.
+pub fn opt_str_list(options: &Options, key: &str) -> Result<Option<Vec<String>>, PpError> {
+    match get(options, key) {
+        None => Ok(None),
+        Some(Json::Array(items)) => items
+            .iter()
+            .map(|v| match v {
+                Json::String(s) => Ok(s.clone()),
+                other => Err(invalid(format!(
+                    "`{key}` must be a list of strings, not contain {}",
+                    py_repr(other)
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(other) => Err(invalid(format!(
+            "`{key}` must be a list of strings, not {}",
+            py_repr(other)
+        ))),
+    }
+}
+
+/// Python's `repr()` of a JSON value as Python sees it after `json.loads`.
+pub fn py_repr(value: &Json) -> String {
+    match value {
+        Json::Null => "None".into(),
+        Json::Bool(true) => "True".into(),
+        Json::Bool(false) => "False".into(),
+        Json::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(u)) => u.to_string(),
+            _ => py_float_repr(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(s) => py_str_repr(s),
+        Json::Array(items) => {
+            let inner: Vec<String> = items.iter().map(py_repr).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Json::Object(map) => {
+            let inner: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+    }
+}
+
+/// Python's `str()` of a JSON value: strings as they are, anything else as `repr`.
+pub fn py_str(value: &Json) -> String {
+    match value {
+        Json::String(s) => s.clone(),
+        other => py_repr(other),
+    }
+}
+
+/// Python's `repr()` of a `str`: single quotes unless the text holds one and no double quote.
+pub fn py_str_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// Python's `repr()` of a `float`: the shortest round-trip digits, in positional notation for
+/// decimal exponents -4..16 and scientific notation otherwise.
+pub fn py_float_repr(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
+    }
+    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
+    let sci = format!("{:e}", x.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if x < 0.0 { "-" } else { "" };
+    if (-4..16).contains(&exp) {
+        let n = digits.len() as i32;
+        let body = if exp < 0 {
+            format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
+        } else if exp + 1 >= n {
+            format!("{}{}.0", digits, "0".repeat((exp + 1 - n) as usize))
+        } else {
+            let (int, frac) = digits.split_at((exp + 1) as usize);
+            format!("{int}.{frac}")
+        };
+        format!("{sign}{body}")
+    } else {
+        let (first, rest) = digits.split_at(1);
+        let mant = if rest.is_empty() {
+            first.to_string()
+        } else {
+            format!("{first}.{rest}")
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{mant}e{esign}{:02}", exp.abs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn python_reprs() {
+        assert_eq!(py_float_repr(1.0), "1.0");
+        assert_eq!(py_float_repr(0.25), "0.25");
+        assert_eq!(py_float_repr(1e16), "1e+16");
+        assert_eq!(py_float_repr(123456.5), "123456.5");
+        assert_eq!(py_float_repr(0.0001), "0.0001");
+        assert_eq!(py_float_repr(0.00001), "1e-05");
+        assert_eq!(py_float_repr(-2.5e-7), "-2.5e-07");
+        assert_eq!(
+            py_repr(&json!({"q": 0.5, "x": "it's", "y": [true, null]})),
+            "{'q': 0.5, 'x': \"it's\", 'y': [True, None]}"
+        );
+    }
+
+    #[test]
+    fn python_argument_errors() {
+        let sig = Signature {
+            name: "cum",
+            params: &[("operator", true), ("columns", true)],
+        };
+        let opts: Options = serde_json::from_value(json!({"foo": 1})).unwrap();
+        assert_eq!(
+            sig.check(&opts).unwrap_err().message,
+            "cum() got an unexpected keyword argument 'foo'"
+        );
+        let opts = Options::new();
+        assert_eq!(
+            sig.check(&opts).unwrap_err().message,
+            "cum() missing 2 required positional arguments: 'operator' and 'columns'"
+        );
+    }
+}
