@@ -11,6 +11,7 @@ pub mod group;
 pub mod io;
 pub mod numpy;
 pub mod ops;
+pub mod plugin;
 pub mod pystr;
 
 use error::{PpError, Result};

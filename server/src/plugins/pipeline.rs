@@ -28,7 +28,10 @@ pub async fn run(
         if builtin_run > 0 {
             let run: Vec<Json> = steps[i..i + builtin_run]
                 .iter()
-                .map(|(op, options)| json!({"operation": op, "options": options}))
+                .map(|(op, options)| {
+                    let options = if options.is_null() { json!({}) } else { options.clone() };
+                    json!({"operation": op, "options": options})
+                })
                 .collect();
             let plugin = plugins.builtin().await?;
             t = plugins
