@@ -8,7 +8,7 @@ pub mod catalog;
 pub mod db;
 mod migrations;
 pub mod model;
-mod plugins;
+pub mod plugins;
 mod sqllab;
 mod users;
 

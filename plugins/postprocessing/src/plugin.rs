@@ -256,6 +256,15 @@ pub fn from_frame(f: &Frame) -> Result<Table, PpError> {
         };
         columns.push(column(name, s));
     }
+    // Superset's dtype extraction indexes `df[name]`, which yields a frame for a duplicated
+    // name and then fails on its truth value; the same message is kept.
+    let mut seen = std::collections::HashSet::new();
+    if columns.iter().any(|c| !seen.insert(c.name.as_str())) {
+        return Err(PpError::params(
+            "The truth value of a Series is ambiguous. Use a.empty, a.bool(), a.item(), \
+             a.any() or a.all().",
+        ));
+    }
     let index = if is_range(&f.index, n) {
         Vec::new()
     } else {

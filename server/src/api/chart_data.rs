@@ -9,7 +9,7 @@ use std::sync::Arc;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Binary, Json};
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{Map, Value as Json_, json};
+use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::error::ApiError;
@@ -17,7 +17,7 @@ use super::extract::{Auth, JsonBody};
 use super::resource;
 use crate::app::AppState;
 use crate::auth::CurrentUser;
-use crate::engines::{Cell, ConnectionSpec, Dialect};
+use crate::engines::{ConnectionSpec, Dialect};
 use crate::plugins::{GuestErrorKind, PluginError, pipeline};
 use crate::query::offsets;
 use crate::query::context::{self, QueryContext, QueryObject, ResultFormat, ResultType};
@@ -468,32 +468,17 @@ async fn answer(
             }
             Err(e) => return Err(e.into()),
         }
-        // An all-null column takes its type from the dataset column of that name, as
-        // Superset's `extract_dataframe_dtypes` does.
-        for (i, name) in frame.colnames.iter().enumerate() {
-            let all_null = frame
-                .rows
+        frame.retype_all_null(|name| {
+            ds.columns
                 .iter()
-                .all(|r| matches!(r.get(i), Some(Cell::Null) | None));
-            if all_null && let Some(c) = ds.columns.iter().find(|c| &c.name == name) {
-                frame.coltypes[i] = c.dtype();
-            }
-        }
+                .find(|c| c.name == name)
+                .map(DatasetColumn::dtype)
+        });
     }
 
-    // label_map: df columns split on ", " (unescaped), then the query's own columns and metrics,
-    // then the verbose names of saved metrics. Names then lose their separator escapes.
-    let mut label_map = Map::new();
-    for c in &frame.colnames {
-        let parts: Vec<Json_> = split_label(c)
-            .into_iter()
-            .map(|p| Json_::String(unescape_separator(&p)))
-            .collect();
-        label_map.insert(unescape_separator(c), Json_::Array(parts));
-    }
-    for c in &mut frame.colnames {
-        *c = unescape_separator(c);
-    }
+    // label_map: the frame's own labels, then the query's columns and metrics, then the
+    // verbose names of saved metrics.
+    let mut label_map = frame.finish_labels();
     for (label, source) in &plan.column_sources {
         label_map.insert(label.clone(), json!([source]));
     }
@@ -581,27 +566,3 @@ fn check_functions(state: &AppState, ds: &Datasource, sql: &str) -> Result<(), Q
     }
 }
 
-/// Superset's `unescape_separator`: `\,` back to `,` once labels are final.
-fn unescape_separator(label: &str) -> String {
-    label.replace("\\,", ",")
-}
-
-/// Splits a flattened column label on `", "` not preceded by a backslash.
-fn split_label(label: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut chars = label.chars().peekable();
-    let mut prev = '\0';
-    while let Some(c) = chars.next() {
-        if c == ',' && prev != '\\' && chars.peek() == Some(&' ') {
-            chars.next();
-            out.push(std::mem::take(&mut cur));
-            prev = ' ';
-            continue;
-        }
-        cur.push(c);
-        prev = c;
-    }
-    out.push(cur);
-    out
-}

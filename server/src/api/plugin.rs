@@ -78,7 +78,7 @@ impl PluginApi {
         admin(&auth)?;
         let plugins = self.state.plugins.list().await?;
         let result: Vec<Json_> = plugins.iter().map(summary_json).collect();
-        Ok(JsonValue::ok(json!({
+        Ok(Json(json!({
             "count": result.len(),
             "result": result,
             "supported_wit_versions": [WIT_VERSION],
@@ -90,7 +90,7 @@ impl PluginApi {
     async fn get(&self, auth: Auth, name: Path<String>) -> Result<JsonValue, ApiError> {
         admin(&auth)?;
         let p = self.state.plugins.get(&name.0).await?;
-        Ok(JsonValue::ok(json!({"result": summary_json(&p.summary)})))
+        Ok(Json(json!({"result": summary_json(&p.summary)})))
     }
 
     /// Uploads a component (multipart field `file`). It is validated (a component exporting a
@@ -118,7 +118,7 @@ impl PluginApi {
     async fn delete(&self, auth: Auth, name: Path<String>) -> Result<JsonValue, ApiError> {
         admin(&auth)?;
         self.state.plugins.remove(&name.0).await?;
-        Ok(JsonValue::ok(json!({"message": "OK"})))
+        Ok(Json(json!({"message": "OK"})))
     }
 }
 

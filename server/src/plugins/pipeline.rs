@@ -7,7 +7,7 @@
 use serde_json::{Value as Json, json};
 
 use super::bindings::types::Table;
-use super::{Plugins, Result, table};
+use super::{PluginError, Plugins, Result, table};
 use crate::query::context::POST_PROCESSING_OPERATIONS;
 use crate::query::frame::Frame;
 
@@ -20,6 +20,7 @@ pub async fn run(
 ) -> Result<Frame> {
     let mut t: Table = table::from_frame(frame);
     let mut i = 0;
+    let mut last = String::new();
     while i < steps.len() {
         let builtin_run = steps[i..]
             .iter()
@@ -34,6 +35,7 @@ pub async fn run(
                 })
                 .collect();
             let plugin = plugins.builtin().await?;
+            last.clone_from(&plugin.summary.name);
             t = plugins
                 .post_process(&plugin, "post_processing", &Json::Array(run).to_string(), t, request_id)
                 .await?;
@@ -41,12 +43,20 @@ pub async fn run(
         } else {
             let (op, options) = &steps[i];
             let plugin = plugins.get(op).await?;
+            last.clone_from(&plugin.summary.name);
             let params = if options.is_null() { json!({}) } else { options.clone() };
             t = plugins
                 .post_process(&plugin, op, &params.to_string(), t, request_id)
                 .await?;
             i += 1;
         }
+    }
+    let mut seen = std::collections::HashSet::new();
+    if let Some(dup) = t.columns.iter().find(|c| !seen.insert(c.name.as_str())) {
+        return Err(PluginError::BadOutput {
+            plugin: last,
+            detail: format!("column name {:?} appears twice", dup.name),
+        });
     }
     Ok(table::to_frame(&t))
 }

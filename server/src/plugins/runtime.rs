@@ -213,7 +213,7 @@ impl Runtime {
                 continue;
             };
             let (iface, v) = rest.split_once('@').unwrap_or((rest, ""));
-            if !matches!(item, ComponentItem::ComponentInstance(_)) {
+            if !matches!(item.ty, ComponentItem::ComponentInstance(_)) {
                 continue;
             }
             version.get_or_insert_with(|| v.to_owned());

@@ -90,6 +90,36 @@ impl Frame {
             .collect()
     }
 
+    /// An all-null column takes its type from the dataset column of that name (`dataset_type`),
+    /// as Superset's `extract_dataframe_dtypes` does after post-processing.
+    pub fn retype_all_null(&mut self, dataset_type: impl Fn(&str) -> Option<GenericType>) {
+        for (i, name) in self.colnames.iter().enumerate() {
+            let all_null = self
+                .rows
+                .iter()
+                .all(|r| matches!(r.get(i), Some(Cell::Null) | None));
+            if all_null && let Some(t) = dataset_type(name) {
+                self.coltypes[i] = t;
+            }
+        }
+    }
+
+    /// Superset's label map of the frame's own columns (each label split on unescaped
+    /// `", "`), after which the labels lose their separator escapes (`\,` back to `,`), as
+    /// `get_df_payload` does.
+    pub fn finish_labels(&mut self) -> Map<String, Json> {
+        let mut label_map = Map::new();
+        for c in &mut self.colnames {
+            let parts: Vec<Json> = split_label(c)
+                .into_iter()
+                .map(|p| Json::String(unescape_separator(&p)))
+                .collect();
+            *c = unescape_separator(c);
+            label_map.insert(c.clone(), Json::Array(parts));
+        }
+        label_map
+    }
+
     /// `coltypes` as integers.
     pub fn coltype_codes(&self) -> Vec<u8> {
         self.coltypes.iter().map(|t| t.code()).collect()
@@ -264,6 +294,31 @@ pub fn csv_headers(colnames: &[String], verbose: &HashMap<String, String>) -> Ve
         .iter()
         .map(|c| verbose.get(c).cloned().unwrap_or_else(|| c.clone()))
         .collect()
+}
+
+/// Splits a flattened column label on `", "` not preceded by a backslash.
+pub fn split_label(label: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut chars = label.chars().peekable();
+    let mut prev = '\0';
+    while let Some(c) = chars.next() {
+        if c == ',' && prev != '\\' && chars.peek() == Some(&' ') {
+            chars.next();
+            out.push(std::mem::take(&mut cur));
+            prev = ' ';
+            continue;
+        }
+        cur.push(c);
+        prev = c;
+    }
+    out.push(cur);
+    out
+}
+
+/// Superset's `unescape_separator`.
+pub fn unescape_separator(label: &str) -> String {
+    label.replace("\\,", ",")
 }
 
 #[cfg(test)]
