@@ -1,8 +1,8 @@
 //! Columnar tables: the plain Rust mirror of the WIT `table`, `column` and `column-data` types.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, DefaultHasher};
 use std::fmt;
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 /// The values of one column, mirroring the WIT `column-data` variant.
 ///
