@@ -149,3 +149,8 @@ pub mod __private {
 
 #[cfg(test)]
 mod tests;
+
+/// The README's examples are compiled as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme_doctests {}

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, DefaultHasher};
 
 /// The values of one column, mirroring the WIT `column-data` variant.
 ///
@@ -247,7 +248,10 @@ impl Column {
     ) -> Self {
         let values: Vec<Option<S>> = values.into_iter().collect();
         let rows = values.len();
-        let mut positions: HashMap<&str, u32> = HashMap::new();
+        // A fixed-key hasher: `RandomState` would make every plugin import
+        // `wasi:random/insecure-seed` just to build a text column.
+        let mut positions: HashMap<&str, u32, BuildHasherDefault<DefaultHasher>> =
+            HashMap::default();
         let mut dictionary: Vec<&str> = Vec::new();
         let mut codes = Vec::with_capacity(rows);
         let mut dict_fits = true;
