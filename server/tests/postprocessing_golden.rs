@@ -53,7 +53,9 @@ fn input_frame(input: &Value) -> Frame {
                         Value::Null => Cell::Null,
                         _ if dtype.starts_with("datetime64") => {
                             let ms = v.as_f64().unwrap() as i64;
-                            Cell::Timestamp(DateTime::from_timestamp_millis(ms).unwrap().naive_utc())
+                            Cell::Timestamp(
+                                DateTime::from_timestamp_millis(ms).unwrap().naive_utc(),
+                            )
                         }
                         _ if dtype == "float64" => Cell::Float(v.as_f64().unwrap()),
                         Value::Bool(b) => Cell::Bool(*b),
@@ -105,7 +107,11 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     files.sort();
-    assert!(files.len() >= 130, "golden vectors present: {}", files.len());
+    assert!(
+        files.len() >= 130,
+        "golden vectors present: {}",
+        files.len()
+    );
 
     let mut failures = Vec::new();
     for file in &files {
@@ -165,10 +171,17 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
         frame.finish_labels();
         let mut diffs = Vec::new();
         if json!(frame.colnames) != expected["colnames"] {
-            diffs.push(format!("colnames {:?} want {}", frame.colnames, expected["colnames"]));
+            diffs.push(format!(
+                "colnames {:?} want {}",
+                frame.colnames, expected["colnames"]
+            ));
         }
         if json!(frame.coltype_codes()) != expected["coltypes"] {
-            diffs.push(format!("coltypes {:?} want {}", frame.coltype_codes(), expected["coltypes"]));
+            diffs.push(format!(
+                "coltypes {:?} want {}",
+                frame.coltype_codes(),
+                expected["coltypes"]
+            ));
         }
         let data = Value::Array(frame.records());
         if !same(&data, &expected["data"]) {
@@ -180,7 +193,10 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
             .clone()
             .unwrap_or_else(|| (0..n).map(Value::from).collect());
         if !same(&Value::Array(index.clone()), &expected["indexnames"]) {
-            diffs.push(format!("indexnames {index:?} want {}", expected["indexnames"]));
+            diffs.push(format!(
+                "indexnames {index:?} want {}",
+                expected["indexnames"]
+            ));
         }
         if json!(n) != expected["rowcount"] {
             diffs.push(format!("rowcount {n} want {}", expected["rowcount"]));

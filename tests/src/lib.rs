@@ -1010,22 +1010,42 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
         .nth(3)
         .unwrap_or_else(|| exe.parent().expect("parent"))
         .to_path_buf();
-    let variant = if features.is_empty() { "default" } else { features };
+    let variant = if features.is_empty() {
+        "default"
+    } else {
+        features
+    };
     let target_dir = base.join("fixture-plugins").join(variant);
     let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/plugins/Cargo.toml");
-    let mut cmd = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
-        .arg(&manifest)
-        .arg("--target-dir")
-        .arg(&target_dir);
+    let mut cmd =
+        std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args([
+        "build",
+        "--release",
+        "--target",
+        "wasm32-wasip2",
+        "--manifest-path",
+    ])
+    .arg(&manifest)
+    .arg("--target-dir")
+    .arg(&target_dir);
     if !features.is_empty() {
         cmd.args(["--features", features]);
     }
-    for var in ["RUSTFLAGS", "CARGO_ENCODED_RUSTFLAGS", "RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER", "CARGO_TARGET_DIR"] {
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+    ] {
         cmd.env_remove(var);
     }
     let status = cmd.status().expect("run cargo for the fixture plugin");
-    assert!(status.success(), "building the fixture plugin ({variant}) failed");
+    assert!(
+        status.success(),
+        "building the fixture plugin ({variant}) failed"
+    );
     let wasm = target_dir.join("wasm32-wasip2/release/liteset_fixture_plugin.wasm");
     assert!(wasm.is_file(), "{} missing", wasm.display());
     built.push((features.to_owned(), wasm.clone()));

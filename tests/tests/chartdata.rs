@@ -3,9 +3,8 @@
 //! `tests/fixtures/chartdata` is the recorded golden set, unchanged: the fixture data is loaded
 //! into a fresh test PostgreSQL database, the datasets are created through the REST API exactly
 //! as the recording's `create_datasets.py` did, and every case is replayed and compared by the
-//! rules of that folder's README §4. Cases whose queries carry post-processing run in the plugin
-//! platform, which this server does not have yet: they must answer a 400 naming it (nothing is
-//! silently skipped) and are listed as pending.
+//! rules of that folder's README §4. Post-processing and time comparison run for real: the
+//! built-in wasm plugin and the offset queries.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -314,56 +313,6 @@ fn compare_entry(got: &Value, want: &Value, cmp: &Value) -> Vec<String> {
     diffs
 }
 
-/// Superset's post-processing operations.
-const OPERATIONS: &[&str] = &[
-    "aggregate",
-    "boxplot",
-    "compare",
-    "contribution",
-    "cum",
-    "diff",
-    "escape_separator",
-    "flatten",
-    "geodetic_parse",
-    "geohash_decode",
-    "geohash_encode",
-    "histogram",
-    "pivot",
-    "prophet",
-    "rank",
-    "rename",
-    "resample",
-    "rolling",
-    "select",
-    "sort",
-    "unescape_separator",
-];
-
-/// Whether the case's queries carry post-processing that a full-type answer would run.
-fn needs_post_processing(request: &Value) -> bool {
-    let top = request["result_type"].as_str().unwrap_or("full");
-    request["queries"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .any(|q| {
-            let kind = q["result_type"].as_str().unwrap_or(top);
-            let steps: Vec<&Value> = q["post_processing"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|s| s.as_object().is_some_and(|o| !o.is_empty()))
-                .collect();
-            // An unknown operation is refused by schema validation, before any plugin would run.
-            let known = steps.iter().all(|s| {
-                s["operation"]
-                    .as_str()
-                    .is_some_and(|op| OPERATIONS.contains(&op))
-            });
-            !steps.is_empty() && known && matches!(kind, "full" | "results" | "post_processed")
-        })
-}
-
 fn unzip(bytes: &[u8]) -> BTreeMap<String, String> {
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).expect("zip");
     let mut out = BTreeMap::new();
@@ -394,7 +343,6 @@ async fn golden_chart_data_cases_match_superset() {
     assert_eq!(files.len(), listed, "every indexed case is on disk");
 
     let mut failures = Vec::new();
-    let mut pending = Vec::new();
     let mut passed = 0;
     for file in &files {
         let case = read_json(file);
@@ -416,22 +364,6 @@ async fn golden_chart_data_cases_match_superset() {
         let bytes = resp.bytes().await.expect("body");
         let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
         let want_status = case["status"].as_u64().expect("status") as u16;
-
-        if needs_post_processing(&case["request"]) {
-            let named = body["message"]
-                .as_str()
-                .is_some_and(|m| m.contains("Post-processing") && m.contains("plugin platform"));
-            if status == StatusCode::BAD_REQUEST && named {
-                pending.push(format!(
-                    "{name}: post-processing runs in the plugin platform (issue 5)"
-                ));
-            } else {
-                failures.push(format!(
-                    "{name}: expected the 400 naming post-processing, got {status} {body}"
-                ));
-            }
-            continue;
-        }
 
         let mut diffs = Vec::new();
         if want_status == 500 {
@@ -528,19 +460,15 @@ async fn golden_chart_data_cases_match_superset() {
         }
     }
     eprintln!(
-        "chart-data goldens: {passed} passed, {} pending, {} failed of {}",
-        pending.len(),
+        "chart-data goldens: {passed} passed, {} failed of {}",
         failures.len(),
         files.len()
     );
-    for p in &pending {
-        eprintln!("  pending {p}");
-    }
     assert!(
         failures.is_empty(),
         "{} failing cases:\n{}",
         failures.len(),
         failures.join("\n")
     );
-    assert_eq!(passed + pending.len(), files.len());
+    assert_eq!(passed, files.len());
 }

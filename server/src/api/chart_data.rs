@@ -17,11 +17,11 @@ use super::extract::{Auth, JsonBody};
 use super::resource;
 use crate::app::AppState;
 use crate::auth::CurrentUser;
-use crate::engines::{ConnectionSpec, Dialect};
+use crate::engines::{Cell, ConnectionSpec, Dialect};
 use crate::plugins::{GuestErrorKind, PluginError, pipeline};
-use crate::query::offsets;
 use crate::query::context::{self, QueryContext, QueryObject, ResultFormat, ResultType};
 use crate::query::frame::{self, Frame};
+use crate::query::offsets;
 use crate::query::runner::{self, CachePolicy};
 use crate::query::sql::{self, Limits};
 use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
@@ -298,6 +298,10 @@ pub async fn run(
         q.cache_default_timeout_secs,
     );
     let now = chrono::Utc::now().naive_utc();
+    let mut ctx = ctx;
+    let totals_args = (&limits, now, (policy, cache_timeout), raw);
+    ensure_totals(state, ds, spec, &mut ctx, totals_args).await?;
+    let ctx = ctx;
     let mut answers = Vec::with_capacity(ctx.queries.len());
     for query in &ctx.queries {
         let kind = query.result_type.unwrap_or(ctx.result_type);
@@ -429,6 +433,7 @@ async fn answer(
     let mut query_text = format!("{};\n\n", plan.sql);
     if runs_pp {
         let metrics: Vec<String> = plan.metric_sources.iter().map(|(l, _)| l.clone()).collect();
+        let keys = offsets::join_keys(&frame, &metrics);
         for offset in &query.time_offsets {
             let oq = offsets::offset_query(query, offset);
             let oplan = sql::build(ds, &oq, kind, limits, now)?;
@@ -441,7 +446,7 @@ async fn answer(
                 .await
                 .map_err(QueryError::from)?;
             let oframe = Frame::new((*out.rows).clone(), &oplan.temporal);
-            offsets::join(&mut frame, &oframe, offset, &metrics)?;
+            offsets::join(&mut frame, &oframe, offset, &keys, &metrics)?;
             query_text.push_str(&format!("{};\n\n", oplan.sql));
         }
     }
@@ -482,8 +487,12 @@ async fn answer(
     for (label, source) in &plan.column_sources {
         label_map.insert(label.clone(), json!([source]));
     }
+    // Metrics by their verbose name when they have one (below), else by their label, as
+    // Superset's `get_metric_names(metrics, verbose_map)` names them.
     for (label, source) in &plan.metric_sources {
-        label_map.insert(label.clone(), json!([source]));
+        if !plan.metric_verbose.iter().any(|(_, name)| name == source) {
+            label_map.insert(label.clone(), json!([source]));
+        }
     }
     for (verbose, name) in &plan.metric_verbose {
         label_map.insert(verbose.clone(), json!([name]));
@@ -547,6 +556,93 @@ async fn answer(
     })
 }
 
+/// Superset's `ensure_totals_available`: when a query's post-processing has a `contribution`
+/// step and the context also holds a totals query (metrics, no columns, no post-processing),
+/// that query runs without a row limit and the sums of its numeric columns become the
+/// contribution's `contribution_totals`, so percentages are of all records, not of the rows the
+/// chart's limit kept.
+async fn ensure_totals(
+    state: &AppState,
+    ds: &Datasource,
+    spec: &ConnectionSpec,
+    ctx: &mut QueryContext,
+    (limits, now, cache, raw): (&Limits, chrono::NaiveDateTime, (CachePolicy, i64), &Json_),
+) -> Result<(), ApiError> {
+    let needs: Vec<usize> = (0..ctx.queries.len())
+        .filter(|&i| {
+            let q = &ctx.queries[i];
+            !q.is_rowcount && q.post_processing.iter().any(|(op, _)| op == "contribution")
+        })
+        .collect();
+    let totals_query = ctx.queries.iter().find(|q| {
+        q.columns.is_empty()
+            && q.metrics.as_ref().is_some_and(|m| !m.is_empty())
+            && q.post_processing.is_empty()
+            && !q.is_rowcount
+    });
+    let (false, Some(totals_query)) = (needs.is_empty(), totals_query) else {
+        return Ok(());
+    };
+    let mut tq = totals_query.clone();
+    tq.row_limit = None;
+    let answer = answer(
+        state,
+        ds,
+        spec,
+        &tq,
+        ResultType::Full,
+        limits,
+        now,
+        cache,
+        ctx,
+        raw,
+    )
+    .await?;
+    let Some(frame) = answer.frame else {
+        return Ok(());
+    };
+    let mut totals = serde_json::Map::new();
+    for (i, name) in frame.colnames.iter().enumerate() {
+        if frame.coltypes.get(i) != Some(&crate::engines::GenericType::Numeric) {
+            continue;
+        }
+        let cells = frame.rows.iter().filter_map(|r| r.get(i));
+        let total = if cells
+            .clone()
+            .all(|c| matches!(c, Cell::Int(_) | Cell::Null))
+        {
+            json!(
+                cells
+                    .map(|c| if let Cell::Int(v) = c { *v } else { 0 })
+                    .fold(0i64, i64::wrapping_add)
+            )
+        } else {
+            let sum: f64 = cells
+                .filter_map(|c| match frame::cell_json(c) {
+                    Json_::Number(n) => n.as_f64(),
+                    _ => None,
+                })
+                .sum();
+            json!(sum)
+        };
+        totals.insert(name.clone(), total);
+    }
+    for i in needs {
+        for (op, options) in &mut ctx.queries[i].post_processing {
+            if op != "contribution" {
+                continue;
+            }
+            if !options.is_object() {
+                *options = json!({});
+            }
+            if let Some(o) = options.as_object_mut() {
+                o.insert("contribution_totals".into(), Json_::Object(totals.clone()));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Refuses SQL calling a function of `LITESET_DISALLOWED_FUNCTIONS`.
 fn check_functions(state: &AppState, ds: &Datasource, sql: &str) -> Result<(), QueryError> {
     let denied = state.config.disallowed_functions();
@@ -565,4 +661,3 @@ fn check_functions(state: &AppState, ds: &Datasource, sql: &str) -> Result<(), Q
         Err(QueryError::DisallowedFunctions(bad))
     }
 }
-

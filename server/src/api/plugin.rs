@@ -104,7 +104,11 @@ impl PluginApi {
             .into_vec()
             .await
             .map_err(|e| ApiError::bad_request(format!("Could not read the upload: {e}")))?;
-        let (summary, replaced) = self.state.plugins.install(bytes, Some(user.user.id)).await?;
+        let (summary, replaced) = self
+            .state
+            .plugins
+            .install(bytes, Some(user.user.id))
+            .await?;
         let body = Json(json!({"result": summary_json(&summary)}));
         Ok(if replaced {
             Installed::Replaced(body)
@@ -147,16 +151,24 @@ impl From<crate::plugins::PluginError> for ApiError {
             } => {
                 if kind == GuestErrorKind::Internal {
                     tracing::error!(message = "Plugin reported an internal error.", plugin = %plugin, reason = %message);
-                    typed(StatusCode::INTERNAL_SERVER_ERROR, "GENERIC_BACKEND_ERROR", "plugin_error", &plugin)
+                    typed(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "GENERIC_BACKEND_ERROR",
+                        "plugin_error",
+                        &plugin,
+                    )
                 } else {
                     tracing::info!(message = "Plugin refused the request.", plugin = %plugin, reason = %message);
                     // Superset's ChartDataQueryFailedError: `Error: <message>`.
                     ApiError::bad_request(format!("Error: {message}"))
                 }
             }
-            P::Timeout { plugin, .. } => {
-                typed(StatusCode::REQUEST_TIMEOUT, "BACKEND_TIMEOUT_ERROR", "timeout", &plugin)
-            }
+            P::Timeout { plugin, .. } => typed(
+                StatusCode::REQUEST_TIMEOUT,
+                "BACKEND_TIMEOUT_ERROR",
+                "timeout",
+                &plugin,
+            ),
             P::OutOfMemory { plugin, .. } => typed(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "GENERIC_BACKEND_ERROR",
@@ -171,7 +183,12 @@ impl From<crate::plugins::PluginError> for ApiError {
             ),
             P::BadOutput { plugin, .. } => {
                 tracing::error!(message = "Plugin returned an invalid table.", reason = %text);
-                typed(StatusCode::INTERNAL_SERVER_ERROR, "GENERIC_BACKEND_ERROR", "bad_output", &plugin)
+                typed(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "GENERIC_BACKEND_ERROR",
+                    "bad_output",
+                    &plugin,
+                )
             }
             P::Busy => {
                 tracing::warn!(message = "Plugin slots exhausted.");

@@ -30,21 +30,35 @@ pub async fn run(
             let run: Vec<Json> = steps[i..i + builtin_run]
                 .iter()
                 .map(|(op, options)| {
-                    let options = if options.is_null() { json!({}) } else { options.clone() };
+                    let options = if options.is_null() {
+                        json!({})
+                    } else {
+                        options.clone()
+                    };
                     json!({"operation": op, "options": options})
                 })
                 .collect();
             let plugin = plugins.builtin().await?;
             last.clone_from(&plugin.summary.name);
             t = plugins
-                .post_process(&plugin, "post_processing", &Json::Array(run).to_string(), t, request_id)
+                .post_process(
+                    &plugin,
+                    "post_processing",
+                    &Json::Array(run).to_string(),
+                    t,
+                    request_id,
+                )
                 .await?;
             i += builtin_run;
         } else {
             let (op, options) = &steps[i];
             let plugin = plugins.get(op).await?;
             last.clone_from(&plugin.summary.name);
-            let params = if options.is_null() { json!({}) } else { options.clone() };
+            let params = if options.is_null() {
+                json!({})
+            } else {
+                options.clone()
+            };
             t = plugins
                 .post_process(&plugin, op, &params.to_string(), t, request_id)
                 .await?;

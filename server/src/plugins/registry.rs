@@ -130,8 +130,14 @@ impl Plugins {
     fn limits(&self, name: &str) -> Limits {
         let c = &self.runtime.config;
         let o = c.overrides.get(name);
-        let mb = o.and_then(|o| o.memory_mb).unwrap_or(c.memory_mb).min(c.max_memory_mb);
-        let ms = o.and_then(|o| o.timeout_ms).unwrap_or(c.timeout_ms).min(c.max_timeout_ms);
+        let mb = o
+            .and_then(|o| o.memory_mb)
+            .unwrap_or(c.memory_mb)
+            .min(c.max_memory_mb);
+        let ms = o
+            .and_then(|o| o.timeout_ms)
+            .unwrap_or(c.timeout_ms)
+            .min(c.max_timeout_ms);
         Limits {
             memory_bytes: usize::try_from(mb << 20).unwrap_or(usize::MAX),
             timeout: Duration::from_millis(ms),
@@ -148,9 +154,16 @@ impl Plugins {
             .linker
             .instantiate_pre(&component)
             .map_err(|e| PluginError::Rejected(format!("The component cannot be linked: {e}")))?;
-        let reject = |e: wasmtime::Error| PluginError::Rejected(format!("The component does not match the liteset:plugin@0.1.0 {} world: {e}", inspection.kind.as_str()));
+        let reject = |e: wasmtime::Error| {
+            PluginError::Rejected(format!(
+                "The component does not match the liteset:plugin@0.1.0 {} world: {e}",
+                inspection.kind.as_str()
+            ))
+        };
         let pre = match inspection.kind {
-            Kind::PostProcessor => Pre::PostProcessor(PostProcessorPre::new(instance_pre).map_err(reject)?),
+            Kind::PostProcessor => {
+                Pre::PostProcessor(PostProcessorPre::new(instance_pre).map_err(reject)?)
+            }
             Kind::Viz => Pre::Viz(VizPre::new(instance_pre).map_err(reject)?),
         };
         // Smoke call under default limits: the plugin must describe itself.
@@ -216,7 +229,10 @@ impl Plugins {
                 columns: Vec::new(),
                 index: Vec::new(),
             };
-            match self.post_process(&loaded, "smoke-test", "{}", empty, "install").await {
+            match self
+                .post_process(&loaded, "smoke-test", "{}", empty, "install")
+                .await
+            {
                 Ok(_) | Err(PluginError::Failed { .. }) => {}
                 Err(e) => {
                     return Err(PluginError::Rejected(format!(
@@ -236,14 +252,20 @@ impl Plugins {
             Pre::PostProcessor(pre) => {
                 tokio::time::timeout(budget, async {
                     let inst: PostProcessor = pre.instantiate_async(&mut call.store).await?;
-                    inst.liteset_plugin_meta().call_info(&mut call.store).await.map(Ok)
+                    inst.liteset_plugin_meta()
+                        .call_info(&mut call.store)
+                        .await
+                        .map(Ok)
                 })
                 .await
             }
             Pre::Viz(pre) => {
                 tokio::time::timeout(budget, async {
                     let inst: Viz = pre.instantiate_async(&mut call.store).await?;
-                    inst.liteset_plugin_meta().call_info(&mut call.store).await.map(Ok)
+                    inst.liteset_plugin_meta()
+                        .call_info(&mut call.store)
+                        .await
+                        .map(Ok)
                 })
                 .await
             }
@@ -296,8 +318,12 @@ impl Plugins {
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(name.clone(), Arc::new(loaded));
                 }
-                Ok(_) => tracing::error!(plugin = %name, "stored plugin now reports another name; skipped"),
-                Err(e) => tracing::error!(plugin = %name, error = %e, "stored plugin no longer loads; skipped"),
+                Ok(_) => {
+                    tracing::error!(plugin = %name, "stored plugin now reports another name; skipped")
+                }
+                Err(e) => {
+                    tracing::error!(plugin = %name, error = %e, "stored plugin no longer loads; skipped")
+                }
             }
         }
         let keep: std::collections::HashSet<&String> = stored.iter().map(|(n, _)| n).collect();
@@ -420,7 +446,12 @@ impl Plugins {
             )));
         };
         let _slot = call::slot(&self.runtime).await?;
-        let mut call = Call::new(&self.runtime, &plugin.summary.name, request_id, plugin.limits);
+        let mut call = Call::new(
+            &self.runtime,
+            &plugin.summary.name,
+            request_id,
+            plugin.limits,
+        );
         let ctx = types::Invocation {
             request_id: request_id.to_owned(),
             operation: operation.to_owned(),

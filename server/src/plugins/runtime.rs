@@ -175,7 +175,9 @@ impl Runtime {
         {
             match load_cached(&self.engine, p) {
                 Ok(c) => return Ok(c),
-                Err(e) => tracing::warn!(path = %p.display(), error = %e, "discarding unusable compiled plugin"),
+                Err(e) => {
+                    tracing::warn!(path = %p.display(), error = %e, "discarding unusable compiled plugin")
+                }
             }
         }
         let component = Component::from_binary(&self.engine, wasm)

@@ -27,8 +27,17 @@ pub fn from_frame(frame: &Frame) -> Table {
         .iter()
         .enumerate()
         .map(|(i, name)| {
-            let ty = frame.coltypes.get(i).copied().unwrap_or(GenericType::String);
-            column(name, ty, frame.rows.iter().map(|r| r.get(i).unwrap_or(&Cell::Null)), n)
+            let ty = frame
+                .coltypes
+                .get(i)
+                .copied()
+                .unwrap_or(GenericType::String);
+            column(
+                name,
+                ty,
+                frame.rows.iter().map(|r| r.get(i).unwrap_or(&Cell::Null)),
+                n,
+            )
         })
         .collect();
     Table {
@@ -55,17 +64,20 @@ fn bitmap(valid: &[bool]) -> Option<Vec<u8>> {
     Some(bits)
 }
 
-fn column<'a>(name: &str, ty: GenericType, cells: impl Iterator<Item = &'a Cell>, n: usize) -> Column {
+fn column<'a>(
+    name: &str,
+    ty: GenericType,
+    cells: impl Iterator<Item = &'a Cell>,
+    n: usize,
+) -> Column {
     let cells: Vec<&Cell> = cells.collect();
-    let valid: Vec<bool> = cells
-        .iter()
-        .map(|c| !matches!(c, Cell::Null))
-        .collect();
+    let valid: Vec<bool> = cells.iter().map(|c| !matches!(c, Cell::Null)).collect();
     let present = || cells.iter().filter(|c| !matches!(c, Cell::Null));
     let all = |f: fn(&Cell) -> bool| present().all(|c| f(c));
     let any_present = present().next().is_some();
     let data = if ty == GenericType::Temporal
-        || (any_present && all(|c| matches!(c, Cell::Timestamp(_) | Cell::TimestampTz(_) | Cell::Date(_))))
+        || (any_present
+            && all(|c| matches!(c, Cell::Timestamp(_) | Cell::TimestampTz(_) | Cell::Date(_))))
     {
         ColumnData::TimestampUs(
             cells
@@ -78,7 +90,12 @@ fn column<'a>(name: &str, ty: GenericType, cells: impl Iterator<Item = &'a Cell>
                 .collect(),
         )
     } else if any_present && all(|c| matches!(c, Cell::Bool(_))) {
-        ColumnData::Boolean(cells.iter().map(|c| matches!(c, Cell::Bool(true))).collect())
+        ColumnData::Boolean(
+            cells
+                .iter()
+                .map(|c| matches!(c, Cell::Bool(true)))
+                .collect(),
+        )
     } else if any_present && all(|c| matches!(c, Cell::Int(_))) && valid.iter().all(|v| *v) {
         ColumnData::Int64(
             cells
@@ -169,7 +186,10 @@ pub fn validate(t: &Table) -> Result<(), String> {
         return Err(format!("{n} rows exceed the limit of {MAX_ROWS}"));
     }
     if t.columns.len() > MAX_COLUMNS {
-        return Err(format!("{} columns exceed the limit of {MAX_COLUMNS}", t.columns.len()));
+        return Err(format!(
+            "{} columns exceed the limit of {MAX_COLUMNS}",
+            t.columns.len()
+        ));
     }
     for c in t.columns.iter().chain(&t.index) {
         let len = match &c.data {
@@ -194,15 +214,24 @@ pub fn validate(t: &Table) -> Result<(), String> {
                 if p.offsets.windows(2).any(|w| w[0] > w[1])
                     || p.offsets.last().is_some_and(|l| *l as usize > p.data.len())
                 {
-                    return Err(format!("column {:?}: packed text offsets are not monotonic or out of bounds", c.name));
+                    return Err(format!(
+                        "column {:?}: packed text offsets are not monotonic or out of bounds",
+                        c.name
+                    ));
                 }
                 if std::str::from_utf8(&p.data).is_err() {
-                    return Err(format!("column {:?}: packed text is not valid UTF-8", c.name));
+                    return Err(format!(
+                        "column {:?}: packed text is not valid UTF-8",
+                        c.name
+                    ));
                 }
                 for w in p.offsets.windows(2) {
                     let (a, b) = (w[0] as usize, w[1] as usize);
                     if std::str::from_utf8(&p.data[a..b]).is_err() {
-                        return Err(format!("column {:?}: packed text splits a UTF-8 character", c.name));
+                        return Err(format!(
+                            "column {:?}: packed text splits a UTF-8 character",
+                            c.name
+                        ));
                     }
                 }
                 p.offsets.len() - 1
@@ -225,7 +254,9 @@ pub fn validate(t: &Table) -> Result<(), String> {
             ));
         }
         if let ColumnData::Json(v) = &c.data
-            && let Some(bad) = v.iter().position(|s| serde_json::from_str::<Json>(s).is_err())
+            && let Some(bad) = v
+                .iter()
+                .position(|s| serde_json::from_str::<Json>(s).is_err())
         {
             return Err(format!("column {:?}: row {bad} is not JSON", c.name));
         }
@@ -278,8 +309,9 @@ fn generic(c: &Column, n: usize) -> GenericType {
 
 fn index_json(cell: Cell) -> Json {
     match cell {
-        Cell::Timestamp(t) => Number::from_f64(t.and_utc().timestamp_millis() as f64)
-            .map_or(Json::Null, Json::Number),
+        Cell::Timestamp(t) => {
+            Number::from_f64(t.and_utc().timestamp_millis() as f64).map_or(Json::Null, Json::Number)
+        }
         other => crate::query::frame::cell_json(&other),
     }
 }
@@ -329,9 +361,27 @@ mod tests {
                 GenericType::Boolean,
             ],
             rows: vec![
-                vec![Cell::Timestamp(ts(1)), Cell::Int(1), Cell::Int(3), Cell::Text("a".into()), Cell::Bool(true)],
-                vec![Cell::Timestamp(ts(2)), Cell::Int(2), Cell::Null, Cell::Text("a".into()), Cell::Null],
-                vec![Cell::Timestamp(ts(3)), Cell::Int(3), Cell::Decimal("1.50".into()), Cell::Null, Cell::Bool(false)],
+                vec![
+                    Cell::Timestamp(ts(1)),
+                    Cell::Int(1),
+                    Cell::Int(3),
+                    Cell::Text("a".into()),
+                    Cell::Bool(true),
+                ],
+                vec![
+                    Cell::Timestamp(ts(2)),
+                    Cell::Int(2),
+                    Cell::Null,
+                    Cell::Text("a".into()),
+                    Cell::Null,
+                ],
+                vec![
+                    Cell::Timestamp(ts(3)),
+                    Cell::Int(3),
+                    Cell::Decimal("1.50".into()),
+                    Cell::Null,
+                    Cell::Bool(false),
+                ],
             ],
             index: None,
         }

@@ -593,11 +593,7 @@ fn metric_ref(at: &At, v: &Json) -> Result<MetricRef, QueryError> {
     }
 }
 
-fn query_object(
-    at: &mut At,
-    v: &Json,
-    plugin_ops: &[String],
-) -> Result<QueryObject, QueryError> {
+fn query_object(at: &mut At, v: &Json, plugin_ops: &[String]) -> Result<QueryObject, QueryError> {
     let Some(o) = v.as_object() else {
         return Err(at.err(Some("_schema"), "Invalid input type."));
     };

@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 
+use super::QueryError;
 use super::context::QueryObject;
 use super::frame::Frame;
 use super::timerange;
-use super::QueryError;
 use crate::engines::{Cell, GenericType};
 
 /// The query of one offset: the same query over the shifted range, with the default row limit
@@ -48,19 +48,25 @@ fn key(row: &[Cell], cols: &[usize]) -> Vec<String> {
         .collect()
 }
 
-/// Left-joins the result of the `offset` query onto `main` on every non-metric column; the
-/// offset's metrics are appended as `<metric>__<offset>` (null where nothing matches).
+/// The join keys of a result: every column that is not a metric (the time axis and the
+/// dimensions), taken before any offset column is appended.
+pub fn join_keys(main: &Frame, metrics: &[String]) -> Vec<String> {
+    main.colnames
+        .iter()
+        .filter(|c| !metrics.contains(c))
+        .cloned()
+        .collect()
+}
+
+/// Left-joins the result of the `offset` query onto `main` on `keys`; the offset's metrics are
+/// appended as `<metric>__<offset>` (null where nothing matches).
 pub fn join(
     main: &mut Frame,
     other: &Frame,
     offset: &str,
+    keys: &[String],
     metrics: &[String],
 ) -> Result<(), QueryError> {
-    let keys: Vec<&String> = main
-        .colnames
-        .iter()
-        .filter(|c| !metrics.contains(c))
-        .collect();
     let position = |f: &Frame, name: &str| f.colnames.iter().position(|c| c == name);
     let main_keys: Vec<usize> = keys.iter().filter_map(|k| position(main, k)).collect();
     let other_keys: Vec<usize> = keys.iter().filter_map(|k| position(other, k)).collect();
@@ -122,7 +128,11 @@ mod tests {
     fn joins_shifted_rows_on_axis_and_dimensions() {
         let mut main = Frame {
             colnames: vec!["ds".into(), "g".into(), "n".into()],
-            coltypes: vec![GenericType::Temporal, GenericType::String, GenericType::Numeric],
+            coltypes: vec![
+                GenericType::Temporal,
+                GenericType::String,
+                GenericType::Numeric,
+            ],
             rows: vec![
                 vec![ts(2024, 1), Cell::Text("a".into()), Cell::Int(5)],
                 vec![ts(2024, 2), Cell::Text("a".into()), Cell::Int(6)],
@@ -138,10 +148,15 @@ mod tests {
             ],
             index: None,
         };
-        join(&mut main, &other, "1 year ago", &["n".into()]).unwrap();
+        let keys = join_keys(&main, &["n".into()]);
+        join(&mut main, &other, "1 year ago", &keys, &["n".into()]).unwrap();
+        // A second offset joins on the same keys, not on the first offset's column.
+        join(&mut main, &other, "2 years ago", &keys, &["n".into()]).unwrap();
+        assert_eq!(main.colnames[4], "n__2 years ago");
+        assert_eq!(main.rows[0][4], Cell::Null);
         assert_eq!(main.colnames[3], "n__1 year ago");
         assert_eq!(main.rows[0][3], Cell::Int(1));
         assert_eq!(main.rows[1][3], Cell::Null);
-        assert!(join(&mut main, &other, "last week", &["n".into()]).is_err());
+        assert!(join(&mut main, &other, "last week", &keys, &["n".into()]).is_err());
     }
 }
