@@ -123,3 +123,32 @@ pub enum GuestErrorKind {
 
 /// Result of this layer.
 pub type Result<T, E = PluginError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use sha2::{Digest, Sha256};
+
+    /// Released WIT versions are frozen: plugins built against them must keep loading. Change a
+    /// released folder and this fails; put changes in a new version folder instead.
+    #[test]
+    fn released_wit_versions_are_frozen() {
+        const RELEASED: &[(&str, &str)] = &[(
+            "v0.1.0/plugin.wit",
+            "447273b0693f42686710a693f7bab34e2f09eb486a186dc5d72893f7e0b689a8",
+        )];
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/liteset-plugin");
+        for (file, want) in RELEASED {
+            let bytes = std::fs::read(root.join(file)).expect("released WIT file");
+            assert_eq!(
+                hex::encode(Sha256::digest(&bytes)),
+                *want,
+                "{file} changed, but released WIT versions are frozen"
+            );
+        }
+        let v010: Vec<String> = std::fs::read_dir(root.join("v0.1.0"))
+            .expect("v0.1.0")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(v010, ["plugin.wit"], "no file added to a released version");
+    }
+}

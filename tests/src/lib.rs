@@ -960,35 +960,6 @@ impl Api {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::database_url;
-
-    #[test]
-    fn database_url_replaces_the_database() {
-        assert_eq!(
-            database_url("postgresql://postgres@127.0.0.1:5432/postgres", "t_1"),
-            "postgresql://postgres@127.0.0.1:5432/t_1"
-        );
-    }
-
-    #[test]
-    fn database_url_keeps_the_query_string() {
-        assert_eq!(
-            database_url("postgres://u:p@h:1/db?sslmode=disable", "t_2"),
-            "postgres://u:p@h:1/t_2?sslmode=disable"
-        );
-    }
-
-    #[test]
-    fn database_url_adds_a_missing_database() {
-        assert_eq!(
-            database_url("postgresql://h:1", "t_3"),
-            "postgresql://h:1/t_3"
-        );
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Plugin fixtures
 // ---------------------------------------------------------------------------------------------
@@ -1050,4 +1021,33 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
     assert!(wasm.is_file(), "{} missing", wasm.display());
     built.push((features.to_owned(), wasm.clone()));
     wasm
+}
+
+#[cfg(test)]
+mod tests {
+    use super::database_url;
+
+    #[test]
+    fn database_url_replaces_the_database() {
+        assert_eq!(
+            database_url("postgresql://postgres@127.0.0.1:5432/postgres", "t_1"),
+            "postgresql://postgres@127.0.0.1:5432/t_1"
+        );
+    }
+
+    #[test]
+    fn database_url_keeps_the_query_string() {
+        assert_eq!(
+            database_url("postgres://u:p@h:1/db?sslmode=disable", "t_2"),
+            "postgres://u:p@h:1/t_2?sslmode=disable"
+        );
+    }
+
+    #[test]
+    fn database_url_adds_a_missing_database() {
+        assert_eq!(
+            database_url("postgresql://h:1", "t_3"),
+            "postgresql://h:1/t_3"
+        );
+    }
 }

@@ -119,7 +119,7 @@ fn column<'a>(
                 })
                 .collect(),
         )
-    } else if any_present && all(|c| matches!(c, Cell::Text(_) | Cell::Time(_))) || !any_present {
+    } else if !any_present || all(|c| matches!(c, Cell::Text(_) | Cell::Time(_))) {
         let texts: Vec<Option<String>> = cells
             .iter()
             .map(|c| match c {
