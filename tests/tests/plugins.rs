@@ -176,6 +176,27 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
         "{body}"
     );
 
+    // Components outside the contract are refused at install, with the reason.
+    let refused = [
+        (
+            r#"(component (import "wasi:http/outgoing-handler@0.2.0" (instance)))"#,
+            "imports wasi:http/outgoing-handler@0.2.0, which plugins may not use",
+        ),
+        ("(component)", "exports no liteset:plugin interface"),
+        (
+            r#"(component (instance $i) (export "liteset:plugin/post-process@0.2.0" (instance $i)))"#,
+            "targets liteset:plugin@0.2.0; this server supports liteset:plugin@0.1.0",
+        ),
+    ];
+    for (text, why) in refused {
+        let (s, body) = upload(&api, &wat::parse_str(text).expect("wat")).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{text}: {body}");
+        let msg = body["message"].as_str().unwrap_or_default();
+        assert!(msg.contains(why), "{text}: {msg}");
+    }
+    let (_, list) = api.get("/api/v1/plugin/").await;
+    assert_eq!(list["count"], 1, "nothing refused was installed: {list}");
+
     // Before the upload the operation is unknown to the schema.
     let doubled = query(
         ds,
