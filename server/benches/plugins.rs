@@ -32,7 +32,11 @@ fn row(i: usize) -> (i64, &'static str, f64) {
 fn frame(rows: usize) -> Frame {
     Frame {
         colnames: vec!["__timestamp".into(), "region".into(), "sum_revenue".into()],
-        coltypes: vec![GenericType::Temporal, GenericType::String, GenericType::Numeric],
+        coltypes: vec![
+            GenericType::Temporal,
+            GenericType::String,
+            GenericType::Numeric,
+        ],
         rows: (0..rows)
             .map(|i| {
                 let (ts, region, v) = row(i);
@@ -71,7 +75,13 @@ fn fixture_wasm() -> Vec<u8> {
         .unwrap_or_else(|| root.join("target"))
         .join("fixture-plugins/default");
     let status = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--manifest-path"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--manifest-path",
+        ])
         .arg(root.join("tests/fixtures/plugins/Cargo.toml"))
         .arg("--target-dir")
         .arg(&target)
@@ -108,7 +118,11 @@ fn bench(c: &mut Criterion) {
     c.bench_function("identity post-processor call (empty table)", |b| {
         b.to_async(&rt).iter(|| {
             let (p, id, t) = (plugins.clone(), identity.clone(), empty.clone());
-            async move { p.post_process(&id, "fixture", "{}", t, "bench").await.unwrap() }
+            async move {
+                p.post_process(&id, "fixture", "{}", t, "bench")
+                    .await
+                    .unwrap()
+            }
         })
     });
 
