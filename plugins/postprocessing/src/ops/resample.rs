@@ -32,6 +32,9 @@ const US_PER_DAY: i64 = 86_400_000_000;
 /// allocate without bound).
 pub const MAX_RESAMPLE_ROWS: usize = 10_000_000;
 
+/// The most cells (rows × columns) a resample may produce (the same bound as a pivot's).
+pub const MAX_RESAMPLE_CELLS: usize = 10_000_000;
+
 /// The longest fixed-duration rule: 100,000 days (about 274 years), in microseconds.
 const MAX_TICK_US: i64 = 100_000 * US_PER_DAY;
 
@@ -99,6 +102,18 @@ pub fn resample(df: Frame, options: &Options) -> Result<Frame, PpError> {
         ));
     }
     let bins = Bins::new(&ts, &freq)?;
+    let cells = bins
+        .labels
+        .len()
+        .saturating_mul(sorted.columns.len().max(1));
+    if cells > MAX_RESAMPLE_CELLS {
+        return Err(invalid(format!(
+            "Resampling would produce {} rows of {} columns, more than the limit of \
+             {MAX_RESAMPLE_CELLS} cells; choose a coarser rule",
+            bins.labels.len(),
+            sorted.columns.len()
+        )));
+    }
 
     let columns = match method {
         "mean" | "sum" | "median" => downsample(&sorted, &ts, &bins, method)?,
