@@ -215,7 +215,9 @@ fn power_of_ten(n: i64) -> f64 {
         return P10[n.max(0) as usize];
     }
     let mut r = 1e9;
-    let mut k = n;
+    // 10^400 is already inf: stopping there gives the same result for any larger `n` (a
+    // hostile `precision` of 2^63 would otherwise loop for minutes).
+    let mut k = n.min(400);
     while k > 9 {
         r *= 10.0;
         k -= 1;
@@ -229,7 +231,7 @@ pub fn numpy_round(x: f64, decimals: i64) -> f64 {
         let f = power_of_ten(decimals);
         (x * f).round_ties_even() / f
     } else {
-        let f = power_of_ten(-decimals);
+        let f = power_of_ten(decimals.saturating_neg());
         (x / f).round_ties_even() * f
     }
 }
@@ -275,5 +277,7 @@ mod tests {
         }
         assert_eq!(numpy_round(2.5, 0), 2.0);
         assert_eq!(numpy_round(0.12345, 4), 0.1234);
+        assert!(numpy_round(1.5, i64::MAX).is_nan());
+        assert!(numpy_round(1.5, i64::MIN).is_nan());
     }
 }

@@ -59,7 +59,8 @@ pub fn diff(df: Frame, options: &Options) -> Result<Frame, PpError> {
 
 /// The row `i - periods` that row `i` is compared with, if it exists.
 fn lag(i: usize, periods: i64, n: usize) -> Option<usize> {
-    let j = i as i64 - periods;
+    // A `periods` beyond the frame (up to ±i64::MAX) lags out of range: no row.
+    let j = (i as i64).checked_sub(periods)?;
     (0..n as i64).contains(&j).then_some(j as usize)
 }
 

@@ -30,7 +30,7 @@ pub fn level_number(names: &[Option<String>], level: &Json) -> Result<usize> {
             } else if l >= n {
                 return Err(PpError::params(format!(
                     "Too many levels: Index has only {n} levels, not {}",
-                    l + 1
+                    i128::from(l) + 1
                 )));
             }
             Ok(l as usize)

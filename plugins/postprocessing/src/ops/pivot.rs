@@ -40,6 +40,18 @@ const PARAMS: &[&str] = &[
     "marginal_distribution_name",
 ];
 
+/// The most cells (rows × columns, before margins) a pivot may produce. Without
+/// `drop_missing_columns` the rows are the cartesian product of the index levels, which a few
+/// (or repeated) index columns can make astronomically large.
+pub const MAX_PIVOT_CELLS: usize = 10_000_000;
+
+fn too_many_cells() -> PpError {
+    PpError::params(format!(
+        "Pivot would produce more than {MAX_PIVOT_CELLS} cells; use fewer index or column \
+         values, or drop missing columns"
+    ))
+}
+
 /// A JSON option value as a cell.
 fn json_value(j: &Json) -> Value {
     match j {
@@ -309,7 +321,11 @@ fn build_table(
         for level in &mut levels {
             level.sort_by_key(|(c, _)| *c);
         }
-        let total: usize = levels.iter().map(Vec::len).product();
+        let total = levels
+            .iter()
+            .try_fold(1usize, |acc, l| acc.checked_mul(l.len()))
+            .filter(|t| t.checked_mul(ni).is_some_and(|c| c <= MAX_PIVOT_CELLS))
+            .ok_or_else(too_many_cells)?;
         let mut index_cols: Vec<Vec<usize>> = vec![Vec::with_capacity(total); ni];
         for r in 0..total {
             let mut rem = r;
@@ -414,6 +430,13 @@ fn finish_table(
         .map(|(_, row)| cpos.iter().map(|&p| frame.columns[p].get(*row)).collect())
         .collect();
     let ncols = combos.len().max(if cpos.is_empty() { 1 } else { 0 });
+    if nrows
+        .checked_mul(ncols)
+        .and_then(|c| c.checked_mul(values.len()))
+        .is_none_or(|c| c > MAX_PIVOT_CELLS)
+    {
+        return Err(too_many_cells());
+    }
     let group_col: Vec<usize> = kept.iter().map(|&g| col_of[&ccode(g)]).collect();
 
     // Metrics sorted by name (pandas sorts the column labels).

@@ -28,6 +28,23 @@ const METHODS: &[&str] = &[
 
 const US_PER_DAY: i64 = 86_400_000_000;
 
+/// The most rows a resample may produce (a tiny rule over a wide time range would otherwise
+/// allocate without bound).
+pub const MAX_RESAMPLE_ROWS: usize = 10_000_000;
+
+/// The most cells (rows × columns) a resample may produce (the same bound as a pivot's).
+pub const MAX_RESAMPLE_CELLS: usize = 10_000_000;
+
+/// The longest fixed-duration rule: 100,000 days (about 274 years), in microseconds.
+const MAX_TICK_US: i64 = 100_000 * US_PER_DAY;
+
+/// The largest multiple of a calendar rule (`10000W`, `10000M`, `10000Y`, ...).
+const MAX_CALENDAR_N: i64 = 10_000;
+
+/// Timestamps the resampler accepts: within 10,000 years (of 365.2425 days) of 1970, wider
+/// than pandas' own `Timestamp` range, so that bin arithmetic never overflows.
+const MAX_ABS_TS_US: i64 = 3_652_425 * US_PER_DAY;
+
 /// Superset's `resample(df, rule, method, fill_value=None)`. The frame must have a
 /// `DatetimeIndex` (so `resample` comes after a `pivot`).
 pub fn resample(df: Frame, options: &Options) -> Result<Frame, PpError> {
@@ -76,7 +93,27 @@ pub fn resample(df: Frame, options: &Options) -> Result<Frame, PpError> {
     order.sort_by_key(|&i| times[i]);
     let sorted = take_rows(&df, &order);
     let ts: Vec<i64> = order.iter().filter_map(|&i| times[i]).collect();
-    let bins = Bins::new(&ts, &freq);
+    if ts
+        .iter()
+        .any(|t| t.unsigned_abs() > MAX_ABS_TS_US.unsigned_abs())
+    {
+        return Err(invalid(
+            "Resample operation requires timestamps within 10,000 years of 1970",
+        ));
+    }
+    let bins = Bins::new(&ts, &freq)?;
+    let cells = bins
+        .labels
+        .len()
+        .saturating_mul(sorted.columns.len().max(1));
+    if cells > MAX_RESAMPLE_CELLS {
+        return Err(invalid(format!(
+            "Resampling would produce {} rows of {} columns, more than the limit of \
+             {MAX_RESAMPLE_CELLS} cells; choose a coarser rule",
+            bins.labels.len(),
+            sorted.columns.len()
+        )));
+    }
 
     let columns = match method {
         "mean" | "sum" | "median" => downsample(&sorted, &ts, &bins, method)?,
@@ -136,6 +173,7 @@ impl Freq {
     /// Parses a rule such as `1D`, `15min`, `W`, `W-MON`, `M`, `MS`, `Q-DEC`, `A`, `1D12H`.
     fn parse(rule: &str) -> Result<Freq, PpError> {
         let bad = || invalid(format!("Invalid frequency: {rule}"));
+        let too_long = || invalid(format!("Frequency {rule} is too long"));
         let chars: Vec<char> = rule.trim().chars().collect();
         let mut i = 0;
         let mut parts: Vec<(f64, bool, String)> = Vec::new();
@@ -184,11 +222,21 @@ impl Freq {
                             "Frequency {rule} is finer than a microsecond"
                         )));
                     }
-                    total_tick = Some(total_tick.unwrap_or(0) + us as i64);
+                    if !us.is_finite() || us.abs() > MAX_TICK_US as f64 {
+                        return Err(too_long());
+                    }
+                    let total = total_tick.unwrap_or(0) + us as i64;
+                    if total.abs() > MAX_TICK_US {
+                        return Err(too_long());
+                    }
+                    total_tick = Some(total);
                 }
                 Base::Anchored(f) => {
                     if n.fract() != 0.0 || parts.len() > 1 {
                         return Err(bad());
+                    }
+                    if n.abs() > MAX_CALENDAR_N as f64 {
+                        return Err(too_long());
                     }
                     anchored = Some(f(*n as i64));
                 }
@@ -444,15 +492,32 @@ struct Bins {
 impl Bins {
     /// pandas' `_get_timestamp_range_edges`, `_adjust_bin_edges` and label choice, for
     /// sorted timestamps.
-    fn new(ts: &[i64], freq: &Freq) -> Bins {
+    /// Timestamps must be within `MAX_ABS_TS_US` and the frequency within the limits of
+    /// `Freq::parse`; more than `MAX_RESAMPLE_ROWS` bins is an error.
+    fn new(ts: &[i64], freq: &Freq) -> Result<Bins, PpError> {
         let closed_right = freq.closed_right();
         let (Some(&first), Some(&last)) = (ts.first(), ts.last()) else {
-            return Bins {
+            return Ok(Bins {
                 labels: Vec::new(),
                 edges: Vec::new(),
                 closed_right,
-            };
+            });
         };
+        // The shortest a bin of this frequency can be, to bound the number of bins first.
+        let min_step = match *freq {
+            Freq::Tick(us) => us,
+            Freq::Week { n, .. } => n * 7 * US_PER_DAY,
+            Freq::MonthEnd(n) | Freq::MonthBegin(n) => n * 28 * US_PER_DAY,
+            Freq::QuarterEnd { n, .. } | Freq::QuarterBegin { n, .. } => n * 89 * US_PER_DAY,
+            Freq::YearEnd { n, .. } | Freq::YearBegin { n, .. } => n * 365 * US_PER_DAY,
+        };
+        let estimate = (i128::from(last) - i128::from(first)) / i128::from(min_step.max(1)) + 3;
+        if estimate > MAX_RESAMPLE_ROWS as i128 {
+            return Err(invalid(format!(
+                "Resampling would produce about {estimate} rows, more than the limit of \
+                 {MAX_RESAMPLE_ROWS}; choose a coarser rule"
+            )));
+        }
         let mut binner = Vec::new();
         let mut edges;
         match *freq {
@@ -510,11 +575,11 @@ impl Bins {
         } else {
             binner[..binner.len() - 1].to_vec()
         };
-        Bins {
+        Ok(Bins {
             labels,
             edges,
             closed_right,
-        }
+        })
     }
 
     /// The row range `[lo, hi)` of sorted timestamps falling in bin `j`.
@@ -868,15 +933,15 @@ mod tests {
     #[test]
     fn month_end_bins_on_month_start_data() {
         let data = [ts(2020, 1, 1), ts(2020, 3, 1)];
-        let b = Bins::new(&data, &Freq::MonthEnd(1));
+        let b = Bins::new(&data, &Freq::MonthEnd(1)).unwrap();
         assert_eq!(
             b.labels,
             [ts(2020, 1, 31), ts(2020, 2, 29), ts(2020, 3, 31)]
         );
-        let b = Bins::new(&data, &Freq::MonthBegin(1));
+        let b = Bins::new(&data, &Freq::MonthBegin(1)).unwrap();
         assert_eq!(b.labels, [ts(2020, 1, 1), ts(2020, 2, 1), ts(2020, 3, 1)]);
         let weekly = [ts(2021, 1, 1), ts(2021, 1, 14)];
-        let b = Bins::new(&weekly, &Freq::Week { n: 1, weekday: 6 });
+        let b = Bins::new(&weekly, &Freq::Week { n: 1, weekday: 6 }).unwrap();
         assert_eq!(b.labels, [ts(2021, 1, 3), ts(2021, 1, 10), ts(2021, 1, 17)]);
         assert_eq!(b.rows(&weekly, 0), (0, 1));
         assert_eq!(b.rows(&weekly, 2), (1, 2));

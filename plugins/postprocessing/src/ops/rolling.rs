@@ -30,6 +30,11 @@ const SIGNATURE: Signature = Signature {
     ],
 };
 
+/// The largest `window` (and so `min_periods`): pandas' own indexers are `int32`-friendly
+/// and, in the wasm sandbox, `usize` is 32 bits wide. Any window longer than the frame
+/// already covers it whole.
+pub const MAX_WINDOW: i64 = i32::MAX as i64;
+
 /// Superset's `DENYLIST_ROLLING_FUNCTIONS` (despite its name, the allowed rolling types).
 const ROLLING_TYPES: &[&str] = &[
     "count", "corr", "cov", "kurt", "max", "mean", "median", "min", "std", "skew", "sum", "var",
@@ -91,6 +96,9 @@ pub fn rolling(df: Frame, options: &Options) -> Result<Frame, PpError> {
         }
         Some(Json::Bool(true)) => 1,
         Some(w) => match w.as_i64() {
+            Some(n) if n > MAX_WINDOW => {
+                return Err(invalid(format!("window must be at most {MAX_WINDOW}")));
+            }
             Some(n) if n > 0 => n as usize,
             _ => return Err(invalid("window must be an integer 0 or greater")),
         },
@@ -107,7 +115,8 @@ pub fn rolling(df: Frame, options: &Options) -> Result<Frame, PpError> {
         if m < 0 {
             return Err(invalid("min_periods must be >= 0"));
         }
-        if m as usize > window {
+        // Compared as i64: `usize` is 32 bits wide in the wasm sandbox.
+        if m > window as i64 {
             return Err(invalid(format!(
                 "min_periods {m} must be <= window {window}"
             )));
