@@ -290,3 +290,49 @@ fn write_private(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()?;
     std::fs::rename(&tmp, path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_damaged_cache_entry_is_recompiled_and_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("cache");
+        let rt = Arc::new(Runtime::new(&PluginConfig::default(), Some(cache.clone())).unwrap());
+        let wasm: Arc<[u8]> = Arc::from(wat::parse_str("(component)").unwrap());
+        rt.compile(wasm.clone()).await.unwrap();
+        let entries = || -> Vec<PathBuf> {
+            std::fs::read_dir(&cache)
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+                .collect()
+        };
+        let files = entries();
+        assert_eq!(files.len(), 1, "one cache entry per component and engine");
+        std::fs::write(&files[0], b"not a compiled component").unwrap();
+        rt.compile(wasm).await.expect("recompiled, not crashed");
+        let rewritten = std::fs::read(&files[0]).unwrap();
+        assert!(
+            Engine::detect_precompiled(&rewritten).is_some(),
+            "the entry was rewritten with a compiled component"
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o700, "only the server may write compiled code");
+        }
+    }
+
+    #[tokio::test]
+    async fn core_modules_and_garbage_are_refused_before_compiling() {
+        let rt = Arc::new(Runtime::new(&PluginConfig::default(), None).unwrap());
+        let module: Arc<[u8]> = Arc::from(wat::parse_str("(module)").unwrap());
+        let err = rt.compile(module).await.unwrap_err().to_string();
+        assert!(err.contains("not a component"), "{err}");
+        let err = rt.compile(Arc::from(&b"hello"[..])).await.unwrap_err().to_string();
+        assert!(err.contains("not a WebAssembly binary"), "{err}");
+    }
+}
