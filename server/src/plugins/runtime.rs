@@ -332,7 +332,11 @@ mod tests {
         let module: Arc<[u8]> = Arc::from(wat::parse_str("(module)").unwrap());
         let err = rt.compile(module).await.unwrap_err().to_string();
         assert!(err.contains("not a component"), "{err}");
-        let err = rt.compile(Arc::from(&b"hello"[..])).await.unwrap_err().to_string();
+        let err = rt
+            .compile(Arc::from(&b"hello"[..]))
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("not a WebAssembly binary"), "{err}");
     }
 }
