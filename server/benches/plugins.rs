@@ -105,9 +105,11 @@ fn bench(c: &mut Criterion) {
             .await
             .unwrap();
         store.migrate().await.unwrap();
-        let mut config = PluginConfig::default();
-        config.timeout_ms = 60_000;
-        config.memory_mb = 1024;
+        let config = PluginConfig {
+            timeout_ms: 60_000,
+            memory_mb: 1024,
+            ..PluginConfig::default()
+        };
         let p = Arc::new(Plugins::new(&config, store, dir.path()).unwrap());
         p.install(fixture_wasm(), None).await.unwrap();
         p
