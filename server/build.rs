@@ -19,6 +19,14 @@ fn main() {
     let target_dir = env::var_os("CARGO_TARGET_DIR")
         .map(|d| PathBuf::from(d).join("wasm-plugins"))
         .unwrap_or_else(|| root.join("target").join("wasm-plugins"));
+    // A fresh rustup toolchain lacks the guest target; adding it here keeps `cargo build` (and
+    // the README's one-command start) working from a fresh clone. Idempotent and quick when the
+    // target is present; without rustup the build below explains what is missing.
+    let _ = Command::new("rustup")
+        .args(["target", "add", "wasm32-wasip2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&root)
