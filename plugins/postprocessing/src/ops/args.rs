@@ -7,6 +7,9 @@
 
 use serde_json::{Map, Value as Json};
 
+/// Python `repr()`s live in `pystr`; these names keep the call sites reading like Python.
+pub use crate::pystr::{float_repr as py_float_repr, str_repr as py_str_repr};
+
 use crate::error::{ErrorKind, PpError};
 
 /// The options of one operation call.
@@ -193,80 +196,6 @@ pub fn py_str(value: &Json) -> String {
     match value {
         Json::String(s) => s.clone(),
         other => py_repr(other),
-    }
-}
-
-/// Python's `repr()` of a `str`: single quotes unless the text holds one and no double quote.
-pub fn py_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-/// Python's `repr()` of a `float`: the shortest round-trip digits, in positional notation for
-/// decimal exponents -4..16 and scientific notation otherwise.
-pub fn py_float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".into();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() {
-            "-0.0".into()
-        } else {
-            "0.0".into()
-        };
-    }
-    // `{:e}` gives the shortest round-trip digits as `d.ddde<exp>`.
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let sign = if x < 0.0 { "-" } else { "" };
-    if (-4..16).contains(&exp) {
-        let n = digits.len() as i32;
-        let body = if exp < 0 {
-            format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
-        } else if exp + 1 >= n {
-            format!("{}{}.0", digits, "0".repeat((exp + 1 - n) as usize))
-        } else {
-            let (int, frac) = digits.split_at((exp + 1) as usize);
-            format!("{int}.{frac}")
-        };
-        format!("{sign}{body}")
-    } else {
-        let (first, rest) = digits.split_at(1);
-        let mant = if rest.is_empty() {
-            first.to_string()
-        } else {
-            format!("{first}.{rest}")
-        };
-        let esign = if exp < 0 { '-' } else { '+' };
-        format!("{sign}{mant}e{esign}{:02}", exp.abs())
     }
 }
 
