@@ -6,6 +6,8 @@
 //! columns, NaT in datetime columns, `None` in object columns; int and bool columns cannot
 //! hold them.
 
+use std::sync::Arc;
+
 /// One cell of an object column, or one level of a label.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -14,7 +16,8 @@ pub enum Value {
     Bool(bool),
     Int(i64),
     Float(f64),
-    Str(String),
+    /// Text; shared, so a dictionary-encoded column costs one allocation per distinct value.
+    Str(Arc<str>),
     /// Microseconds since the Unix epoch (a pandas `Timestamp`).
     Ts(i64),
     /// A list cell (boxplot outliers).
@@ -33,7 +36,119 @@ pub enum Series {
     /// `datetime64[us]`; `None` is NaT.
     Datetime(Vec<Option<i64>>),
     /// `object`: strings, mixed values, nullable booleans, lists.
-    Object(Vec<Value>),
+    Object(Objects),
+}
+
+/// The cells of an object column.
+///
+/// Text that arrives dictionary-encoded stays encoded: each row is a code into a short list of
+/// distinct values, so grouping hashes the distinct values once instead of every row, and
+/// copying rows copies codes. Reading yields the same `Value`s either way, so operations treat
+/// both forms alike; code that rewrites cells in place gets the plain form ([`Objects::make_mut`]).
+#[derive(Clone, Debug)]
+pub enum Objects {
+    Plain(Vec<Value>),
+    Dict { values: Vec<Value>, codes: Vec<u32> },
+}
+
+impl Objects {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        match self {
+            Objects::Plain(v) => v.len(),
+            Objects::Dict { codes, .. } => codes.len(),
+        }
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The cells in row order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &Value> + Clone + '_ {
+        (0..self.len()).map(move |i| &self[i])
+    }
+
+    /// The rows at `positions`, in that order (codes only, for the dictionary form).
+    pub fn take(&self, positions: &[usize]) -> Objects {
+        match self {
+            Objects::Plain(v) => Objects::Plain(positions.iter().map(|&i| v[i].clone()).collect()),
+            Objects::Dict { values, codes } => Objects::Dict {
+                values: values.clone(),
+                codes: positions.iter().map(|&i| codes[i]).collect(),
+            },
+        }
+    }
+
+    /// The plain form, decoding a dictionary.
+    pub fn into_vec(self) -> Vec<Value> {
+        match self {
+            Objects::Plain(v) => v,
+            Objects::Dict { values, codes } => {
+                codes.iter().map(|&c| values[c as usize].clone()).collect()
+            }
+        }
+    }
+
+    /// The cells as a mutable vector (decoding a dictionary first).
+    pub fn make_mut(&mut self) -> &mut Vec<Value> {
+        if let Objects::Dict { .. } = self {
+            *self = Objects::Plain(std::mem::replace(self, Objects::Plain(Vec::new())).into_vec());
+        }
+        match self {
+            Objects::Plain(v) => v,
+            Objects::Dict { .. } => unreachable!("decoded above"),
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Objects {
+    type Output = Value;
+
+    fn index(&self, i: usize) -> &Value {
+        match self {
+            Objects::Plain(v) => &v[i],
+            Objects::Dict { values, codes } => &values[codes[i] as usize],
+        }
+    }
+}
+
+/// Equal when the cells are, whatever the form.
+impl PartialEq for Objects {
+    fn eq(&self, other: &Objects) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl From<Vec<Value>> for Objects {
+    fn from(v: Vec<Value>) -> Objects {
+        Objects::Plain(v)
+    }
+}
+
+impl FromIterator<Value> for Objects {
+    fn from_iter<I: IntoIterator<Item = Value>>(iter: I) -> Objects {
+        Objects::Plain(iter.into_iter().collect())
+    }
+}
+
+impl IntoIterator for Objects {
+    type Item = Value;
+    type IntoIter = std::vec::IntoIter<Value>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Objects {
+    type Item = &'a Value;
+    type IntoIter = Box<dyn Iterator<Item = &'a Value> + 'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        Box::new(self.iter())
+    }
 }
 
 impl Series {
@@ -82,7 +197,7 @@ impl Series {
             Series::Int64(v) => Series::Int64(positions.iter().map(|&i| v[i]).collect()),
             Series::Bool(v) => Series::Bool(positions.iter().map(|&i| v[i]).collect()),
             Series::Datetime(v) => Series::Datetime(positions.iter().map(|&i| v[i]).collect()),
-            Series::Object(v) => Series::Object(positions.iter().map(|&i| v[i].clone()).collect()),
+            Series::Object(v) => Series::Object(v.take(positions)),
         }
     }
 }
@@ -133,7 +248,7 @@ impl Frame {
         let n = columns.first().map_or(0, |(_, s)| s.len());
         let (labels, columns) = columns
             .into_iter()
-            .map(|(name, s)| (vec![Value::Str(name)], s))
+            .map(|(name, s)| (vec![Value::Str(name.into())], s))
             .unzip();
         Frame {
             labels,
@@ -147,6 +262,6 @@ impl Frame {
     pub fn position(&self, name: &str) -> Option<usize> {
         self.labels
             .iter()
-            .position(|l| matches!(l.as_slice(), [Value::Str(s)] if s == name))
+            .position(|l| matches!(l.as_slice(), [Value::Str(s)] if **s == *name))
     }
 }

@@ -165,13 +165,13 @@ impl Frame {
     pub fn has_level0(&self, name: &str) -> bool {
         self.labels
             .iter()
-            .any(|l| matches!(l.first(), Some(Value::Str(s)) if s == name))
+            .any(|l| matches!(l.first(), Some(Value::Str(s)) if **s == *name))
     }
 
     /// Position of column `name` (`df[name]` on a flat frame), or pandas' `KeyError` text.
     pub fn require(&self, name: &str) -> Result<usize> {
         self.position(name)
-            .ok_or_else(|| PpError::params(py_repr(&Value::Str(name.to_string()))))
+            .ok_or_else(|| PpError::params(py_repr(&Value::Str(name.into()))))
     }
 
     /// The column named `name`.
@@ -223,10 +223,10 @@ impl Frame {
                 "cannot insert {name}, already exists"
             )));
         }
-        let mut label = vec![Value::Str(name)];
+        let mut label = vec![Value::Str(name.into())];
         // Under multi-level columns pandas pads the new label with empty strings.
         for _ in 1..self.nlevels() {
-            label.push(Value::Str(String::new()));
+            label.push(Value::Str("".into()));
         }
         self.labels.insert(0, label);
         self.columns.insert(0, level);

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use crate::error::{PpError, Result};
-use crate::frame::{Series, Value};
+use crate::frame::{Objects, Series, Value};
 
 /// A small, fast, non-cryptographic hasher (the rustc "Fx" mix). Keys are our own
 /// factorised data, so hash flooding is not a concern, and SipHash would dominate the
@@ -129,6 +129,20 @@ fn float_key(x: f64) -> ObjKey<'static> {
     }
 }
 
+/// The hash key of an object cell; `None` for a missing (or unhashable) one.
+fn obj_key(x: &Value) -> Option<ObjKey<'_>> {
+    match x {
+        Value::Null => None,
+        Value::Float(x) if x.is_nan() => None,
+        Value::Float(x) => Some(float_key(*x)),
+        Value::Int(x) => Some(ObjKey::Int(*x)),
+        Value::Bool(b) => Some(ObjKey::Bool(*b)),
+        Value::Str(s) => Some(ObjKey::Str(s)),
+        Value::Ts(t) => Some(ObjKey::Ts(*t)),
+        Value::List(_) => None,
+    }
+}
+
 /// One column factorised: per row a code (rank of the value among the sorted distinct
 /// values, or [`NULL_CODE`]) and the number of distinct non-missing values.
 pub struct Factor {
@@ -187,6 +201,31 @@ fn factorize_by<K: Hash + Eq, F: Fn(usize) -> Option<K>>(
     (prov, firsts)
 }
 
+/// [`factorize_by`] for keys that are already small integers (`< k`): an array lookup per row
+/// instead of a hash.
+fn factorize_dense<F: Fn(usize) -> Option<usize>>(
+    n: usize,
+    k: usize,
+    key: F,
+) -> (Vec<u32>, Vec<usize>) {
+    let mut id_of = vec![NULL_CODE; k];
+    let mut firsts = Vec::new();
+    let mut prov = Vec::with_capacity(n);
+    for i in 0..n {
+        match key(i) {
+            None => prov.push(NULL_CODE),
+            Some(c) => {
+                if id_of[c] == NULL_CODE {
+                    id_of[c] = firsts.len() as u32;
+                    firsts.push(i);
+                }
+                prov.push(id_of[c]);
+            }
+        }
+    }
+    (prov, firsts)
+}
+
 /// Factorises one key column (pandas `factorize(sort=True)`).
 pub fn factorize(s: &Series) -> Result<Factor> {
     match s {
@@ -219,16 +258,18 @@ pub fn factorize(s: &Series) -> Result<Factor> {
             if v.iter().any(|x| matches!(x, Value::List(_))) {
                 return Err(PpError::params("unhashable type: 'list'"));
             }
-            let (prov, firsts) = factorize_by(v.len(), |i| match &v[i] {
-                Value::Null => None,
-                Value::Float(x) if x.is_nan() => None,
-                Value::Float(x) => Some(float_key(*x)),
-                Value::Int(x) => Some(ObjKey::Int(*x)),
-                Value::Bool(b) => Some(ObjKey::Bool(*b)),
-                Value::Str(s) => Some(ObjKey::Str(s.as_str())),
-                Value::Ts(t) => Some(ObjKey::Ts(*t)),
-                Value::List(_) => None,
-            });
+            let (prov, firsts) = match v {
+                Objects::Plain(cells) => factorize_by(cells.len(), |i| obj_key(&cells[i])),
+                // Hash the distinct values once, then give each row its value's id through
+                // an array: no per-row hashing.
+                Objects::Dict { values, codes } => {
+                    let (ids, _) = factorize_by(values.len(), |j| obj_key(&values[j]));
+                    factorize_dense(codes.len(), values.len(), |i| {
+                        let id = ids[codes[i] as usize];
+                        (id != NULL_CODE).then_some(id as usize)
+                    })
+                }
+            };
             Ok(finish(prov, &firsts, |a, b| cmp_values(&v[a], &v[b])))
         }
     }
@@ -421,26 +462,43 @@ mod tests {
 
     #[test]
     fn groups_sorted_and_nulls_dropped() {
-        let a = Series::Object(vec![
+        let plain = Series::Object(Objects::Plain(vec![
             Value::Str("b".into()),
             Value::Null,
             Value::Str("a".into()),
             Value::Str("b".into()),
-        ]);
-        let g = group_by(&[&a], 4, true).unwrap();
-        assert_eq!(g.first, vec![2, 0]);
-        assert_eq!(g.rows_of(1), &[0, 3]);
-        let g = group_by(&[&a], 4, false).unwrap();
-        assert_eq!(g.first, vec![2, 0, 1]);
+        ]));
+        // The same cells dictionary-encoded, with an unused entry and a repeated value.
+        let dict = Series::Object(Objects::Dict {
+            values: vec![
+                Value::Str("b".into()),
+                Value::Str("zzz".into()),
+                Value::Null,
+                Value::Str("a".into()),
+                Value::Str("b".into()),
+            ],
+            codes: vec![0, 2, 3, 4],
+        });
+        assert_eq!(plain, dict);
+        for a in [&plain, &dict] {
+            let g = group_by(&[a], 4, true).unwrap();
+            assert_eq!(g.first, vec![2, 0]);
+            assert_eq!(g.rows_of(1), &[0, 3]);
+            let g = group_by(&[a], 4, false).unwrap();
+            assert_eq!(g.first, vec![2, 0, 1]);
+        }
     }
 
     #[test]
     fn numbers_before_strings() {
-        let a = Series::Object(vec![
-            Value::Str("<NULL>".into()),
-            Value::Float(2020.0),
-            Value::Float(2019.0),
-        ]);
+        let a = Series::Object(
+            vec![
+                Value::Str("<NULL>".into()),
+                Value::Float(2020.0),
+                Value::Float(2019.0),
+            ]
+            .into(),
+        );
         let g = group_by(&[&a], 3, true).unwrap();
         assert_eq!(g.first, vec![2, 1, 0]);
     }

@@ -19,9 +19,9 @@ fn json_to_value(j: &Json) -> Value {
             Some(i) => Value::Int(i),
             None => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
         },
-        Json::String(s) => Value::Str(s.clone()),
+        Json::String(s) => Value::Str(s.as_str().into()),
         Json::Array(items) => Value::List(items.iter().map(json_to_value).collect()),
-        Json::Object(_) => Value::Str(j.to_string()),
+        Json::Object(_) => Value::Str(j.to_string().into()),
     }
 }
 
@@ -109,7 +109,7 @@ pub fn value_to_json(v: &Value) -> Json {
         Value::Bool(b) => Json::Bool(*b),
         Value::Int(i) => Json::Number((*i).into()),
         Value::Float(f) => Number::from_f64(*f).map_or(Json::Null, Json::Number),
-        Value::Str(s) => Json::String(s.clone()),
+        Value::Str(s) => Json::String(s.to_string()),
         Value::Ts(us) => Number::from_f64(*us as f64 / 1000.0).map_or(Json::Null, Json::Number),
         Value::List(items) => Json::Array(items.iter().map(value_to_json).collect()),
     }

@@ -405,7 +405,7 @@ impl Aggregator {
                     .iter()
                     .find_map(|v| {
                         if let Value::Str(s) = v {
-                            Some(s.as_str())
+                            Some(&**s)
                         } else {
                             None
                         }

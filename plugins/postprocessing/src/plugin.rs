@@ -6,11 +6,12 @@
 
 use liteset_sdk::{
     Column, ColumnData, ErrorKind, Invocation, PluginError, PluginInfo, PostProcessor, Table,
+    bitmap_get,
 };
 use serde_json::Value as Json;
 
 use crate::error::{ErrorKind as PpKind, PpError};
-use crate::frame::{Frame, Index, Series, Value};
+use crate::frame::{Frame, Index, Objects, Series, Value};
 
 /// The built-in post-processor.
 pub struct Builtin;
@@ -28,7 +29,7 @@ impl PostProcessor for Builtin {
     fn process(_ctx: &Invocation, params: &str, input: Table) -> Result<Table, PluginError> {
         let steps: Json = serde_json::from_str(params)
             .map_err(|e| PluginError::invalid_params(format!("params are not JSON: {e}")))?;
-        let frame = to_frame(&input);
+        let frame = to_frame(input);
         let out = crate::run_pipeline(frame, &steps).map_err(plugin_error)?;
         from_frame(&out).map_err(plugin_error)
     }
@@ -55,92 +56,130 @@ fn json_value(v: &Json) -> Value {
             .as_i64()
             .map(Value::Int)
             .unwrap_or_else(|| Value::Float(n.as_f64().unwrap_or(f64::NAN))),
-        Json::String(s) => Value::Str(s.clone()),
+        Json::String(s) => Value::Str(s.as_str().into()),
         Json::Array(a) => Value::List(a.iter().map(json_value).collect()),
-        Json::Object(_) => Value::Str(v.to_string()),
+        Json::Object(_) => Value::Str(v.to_string().into()),
     }
 }
 
 /// A column as pandas holds it after Superset's `normalize_df`: nullable ints become float64,
-/// nullable booleans and text are object columns.
-fn series(c: &Column, n: usize) -> Series {
+/// nullable booleans and text are object columns. Consumes the column so that buffers move
+/// instead of being copied: in the sandbox every extra copy is fresh memory to fault in.
+fn series(c: Column, n: usize) -> Series {
     let nulls = c.null_count() > 0;
-    match &c.data {
-        ColumnData::Float64(v) => Series::Float64(
-            (0..n)
-                .map(|i| if c.is_null(i) { f64::NAN } else { v[i] })
-                .collect(),
-        ),
-        ColumnData::Int64(v) if !nulls => Series::Int64(v.clone()),
-        ColumnData::Int64(v) => Series::Float64(
-            (0..n)
-                .map(|i| if c.is_null(i) { f64::NAN } else { v[i] as f64 })
-                .collect(),
-        ),
-        ColumnData::Boolean(v) if !nulls => Series::Bool(v.clone()),
-        ColumnData::Boolean(v) => Series::Object(
-            (0..n)
-                .map(|i| {
-                    if c.is_null(i) {
-                        Value::Null
-                    } else {
-                        Value::Bool(v[i])
+    let Column { data, validity, .. } = c;
+    let is_null = |i: usize| validity.as_ref().is_some_and(|b| !bitmap_get(b, i));
+    match data {
+        ColumnData::Float64(mut v) => {
+            if nulls {
+                for (i, x) in v.iter_mut().enumerate() {
+                    if is_null(i) {
+                        *x = f64::NAN;
                     }
-                })
-                .collect(),
-        ),
-        ColumnData::TimestampUs(v) => {
-            Series::Datetime((0..n).map(|i| (!c.is_null(i)).then(|| v[i])).collect())
+                }
+            }
+            Series::Float64(v)
         }
-        ColumnData::Json(v) => Series::Object(
-            (0..n)
-                .map(|i| {
-                    if c.is_null(i) {
+        ColumnData::Int64(v) if !nulls => Series::Int64(v),
+        ColumnData::Int64(v) => Series::Float64(
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| if is_null(i) { f64::NAN } else { x as f64 })
+                .collect(),
+        ),
+        ColumnData::Boolean(v) if !nulls => Series::Bool(v),
+        ColumnData::Boolean(v) => Series::Object(
+            v.iter()
+                .enumerate()
+                .map(|(i, &b)| {
+                    if is_null(i) {
                         Value::Null
                     } else {
-                        serde_json::from_str(&v[i]).map_or(Value::Null, |j| json_value(&j))
+                        Value::Bool(b)
                     }
                 })
                 .collect(),
         ),
-        _ => Series::Object(
-            (0..n)
-                .map(|i| match c.str_at(i) {
-                    Some(s) if !c.is_null(i) => Value::Str(s.to_owned()),
-                    _ => Value::Null,
+        ColumnData::TimestampUs(v) => Series::Datetime(
+            v.iter()
+                .enumerate()
+                .map(|(i, &t)| (!is_null(i)).then_some(t))
+                .collect(),
+        ),
+        ColumnData::Json(v) => Series::Object(
+            v.iter()
+                .enumerate()
+                .map(|(i, text)| {
+                    if is_null(i) {
+                        Value::Null
+                    } else {
+                        serde_json::from_str(text).map_or(Value::Null, |j| json_value(&j))
+                    }
                 })
                 .collect(),
         ),
+        // Kept dictionary-encoded (see `Objects`): no per-row work for low-cardinality text,
+        // the hot cost of a million-row pivot. A null row points at an extra `Null` entry.
+        ColumnData::Utf8Dict {
+            dictionary,
+            mut codes,
+        } => {
+            let null = dictionary.len() as u32;
+            let mut values: Vec<Value> = dictionary
+                .into_iter()
+                .map(|s| Value::Str(s.into()))
+                .collect();
+            values.push(Value::Null);
+            for (i, code) in codes.iter_mut().enumerate() {
+                if is_null(i) || *code >= null {
+                    *code = null;
+                }
+            }
+            Series::Object(Objects::Dict { values, codes })
+        }
+        data => {
+            let c = Column {
+                name: String::new(),
+                data,
+                validity,
+            };
+            Series::Object(
+                (0..n)
+                    .map(|i| match c.str_at(i) {
+                        Some(s) => Value::Str(s.into()),
+                        None => Value::Null,
+                    })
+                    .collect(),
+            )
+        }
     }
 }
 
-/// The frame of a table received from the host.
-pub fn to_frame(t: &Table) -> Frame {
+/// The frame of a table received from the host (consumed: see [`series`]).
+pub fn to_frame(t: Table) -> Frame {
     let n = t.num_rows;
-    let mut frame = Frame::from_columns(
-        t.columns
-            .iter()
-            .map(|c| (c.name.clone(), series(c, n)))
-            .collect(),
-    );
-    frame.index = if t.index.is_empty() {
+    let Table { columns, index, .. } = t;
+    let index = if index.is_empty() {
         Index::range(n)
     } else {
         Index {
-            names: t
-                .index
+            names: index
                 .iter()
                 .map(|c| (!c.name.is_empty()).then(|| c.name.clone()))
                 .collect(),
-            levels: t.index.iter().map(|c| series(c, n)).collect(),
+            levels: index.into_iter().map(|c| series(c, n)).collect(),
         }
     };
-    // `from_columns` sized the default index from the first column; a table without columns
-    // still has rows.
-    if t.columns.is_empty() && t.index.is_empty() {
-        frame.index = Index::range(n);
+    let (labels, columns) = columns
+        .into_iter()
+        .map(|c| (vec![Value::Str(c.name.as_str().into())], series(c, n)))
+        .unzip();
+    Frame {
+        labels,
+        columns,
+        column_names: vec![None],
+        index,
     }
-    frame
 }
 
 fn validity(flags: impl Iterator<Item = bool>) -> Option<Vec<u8>> {
@@ -172,11 +211,33 @@ fn column(name: String, s: &Series) -> Column {
                 // All missing: an object column of None.
                 return Column::utf8(name, (0..n).map(|_| None::<&str>));
             }
+            if let Objects::Dict { values, codes } = v
+                && values
+                    .iter()
+                    .all(|x| matches!(x, Value::Str(_) | Value::Null))
+            {
+                // Still dictionary-encoded: hand the dictionary over as it is.
+                let dictionary = values
+                    .iter()
+                    .map(|x| match x {
+                        Value::Str(s) => s.to_string(),
+                        _ => String::new(),
+                    })
+                    .collect();
+                return Column::new(
+                    name,
+                    ColumnData::Utf8Dict {
+                        dictionary,
+                        codes: codes.clone(),
+                    },
+                )
+                .with_validity(validity(valid()));
+            }
             if present().all(|x| matches!(x, Value::Str(_))) {
                 Column::utf8(
                     name,
                     v.iter().map(|x| match x {
-                        Value::Str(s) => Some(s.as_str()),
+                        Value::Str(s) => Some(&**s),
                         _ => None,
                     }),
                 )
@@ -250,7 +311,7 @@ pub fn from_frame(f: &Frame) -> Result<Table, PpError> {
     let mut columns = Vec::with_capacity(f.columns.len());
     for (label, s) in f.labels.iter().zip(&f.columns) {
         let name = match label.as_slice() {
-            [Value::Str(s)] => s.clone(),
+            [Value::Str(s)] => s.to_string(),
             other => {
                 let shown: Vec<String> = other.iter().map(crate::pystr::py_repr).collect();
                 return Err(PpError::params(format!(

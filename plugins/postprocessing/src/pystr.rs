@@ -93,7 +93,7 @@ pub fn py_str(v: &Value) -> String {
         Value::Bool(false) => "False".to_string(),
         Value::Int(i) => i.to_string(),
         Value::Float(f) => float_repr(*f),
-        Value::Str(s) => s.clone(),
+        Value::Str(s) => s.to_string(),
         Value::Ts(us) => timestamp_str(*us),
         Value::List(items) => format!(
             "[{}]",

@@ -38,6 +38,9 @@ const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:sockets/",
 ];
 
+/// Bytes of each pooled linear memory kept resident between calls.
+const KEEP_RESIDENT: usize = 8 << 20;
+
 /// Component instances the pool holds. Calls beyond `max_concurrent_calls` queue on a
 /// semaphore before they reach the pool, so the pool never runs dry; the extra room covers
 /// installs' smoke calls.
@@ -91,7 +94,15 @@ impl Runtime {
                     .total_tables(4 * n)
                     .total_stacks(n)
                     .max_memory_size(max_memory)
-                    .max_unused_warm_slots(n);
+                    .max_unused_warm_slots(n)
+                    // Reset a reused slot's dirty pages with memset instead of madvise, and
+                    // only those pages (PAGEMAP_SCAN, Linux 6.7+; ignored elsewhere): a fresh
+                    // store then starts without page faults. Measured: the identity call went
+                    // from 83 µs to 33–44 µs, pivot+flatten of 10k rows from 3.8 to 0.9 ms.
+                    // Bounded so the pool's resident memory stays small (warm slots × this).
+                    .linear_memory_keep_resident(KEEP_RESIDENT)
+                    .table_keep_resident(64 << 10)
+                    .pagemap_scan(wasmtime::Enabled::Auto);
                 c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
             }
             Engine::new(&c)

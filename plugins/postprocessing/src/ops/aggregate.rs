@@ -99,7 +99,7 @@ pub fn grouped_frame(
         .iter()
         .map(|&p| {
             let name = match frame.labels[p].first() {
-                Some(Value::Str(s)) => s.clone(),
+                Some(Value::Str(s)) => s.to_string(),
                 _ => String::new(),
             };
             (name, frame.columns[p].take(&groups.first))

@@ -51,7 +51,7 @@ fn has_level0(df: &Frame, elem: &Json) -> bool {
 /// Python equality between a JSON option value and a frame value.
 pub fn json_eq_value(json: &Json, value: &Value) -> bool {
     match (json, value) {
-        (Json::String(a), Value::Str(b)) => a == b,
+        (Json::String(a), Value::Str(b)) => **a == **b,
         (Json::Bool(a), Value::Bool(b)) => a == b,
         (Json::Number(n), Value::Int(i)) => n.as_f64() == Some(*i as f64),
         (Json::Number(n), Value::Float(f)) => n.as_f64() == Some(*f),
@@ -63,7 +63,7 @@ pub fn json_eq_value(json: &Json, value: &Value) -> bool {
 
 /// Whether a label's first level is the string `name`.
 pub fn level0_is(label: &Label, name: &str) -> bool {
-    matches!(label.first(), Some(Value::Str(s)) if s == name)
+    matches!(label.first(), Some(Value::Str(s)) if **s == *name)
 }
 
 /// `df.loc[:, keys]`: the positions of the columns selected by level-0 name, grouped by key in
@@ -98,7 +98,7 @@ fn value_text(v: &Value) -> String {
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
         Value::Int(i) => i.to_string(),
         Value::Float(f) => crate::ops::args::py_float_repr(*f),
-        Value::Str(s) => s.clone(),
+        Value::Str(s) => s.to_string(),
         Value::Ts(t) => t.to_string(),
         Value::List(_) => "[...]".into(),
     }
@@ -147,8 +147,8 @@ pub fn append_columns(
         let renamed: Label = label
             .into_iter()
             .map(|v| match v {
-                Value::Str(s) => match mapping.iter().find(|(k, _)| *k == s) {
-                    Some((_, to)) => Value::Str(to.clone()),
+                Value::Str(s) => match mapping.iter().find(|(k, _)| **k == *s) {
+                    Some((_, to)) => Value::Str(to.as_str().into()),
                     None => Value::Str(s),
                 },
                 other => other,

@@ -160,7 +160,7 @@ pub fn run(mut frame: Frame, options: &Json) -> Result<Frame> {
         for (mi, m) in metrics.iter().enumerate() {
             let vals: Vec<Value> = per_metric[mi].iter().map(|st| st[s].clone()).collect();
             let series = if *stat == "outliers" {
-                Series::Object(vals)
+                Series::Object(vals.into())
             } else {
                 Series::from_values(vals)
             };

@@ -79,7 +79,7 @@ pub fn compare(df: Frame, options: &Options) -> Result<Frame, PpError> {
         let c_side = side(&df, c_col);
         for (rest, s, c) in align(s_side, c_side) {
             let series = combine(s, c, compare_type, precision, &df)?;
-            let mut label = vec![Value::Str(name.clone())];
+            let mut label = vec![Value::Str(name.as_str().into())];
             label.extend(rest);
             df.labels.push(label);
             df.columns.push(series);
@@ -145,7 +145,7 @@ pub fn cmp_labels(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
             Value::Int(i) => (0, *i as f64, String::new()),
             Value::Float(f) => (0, *f, String::new()),
             Value::Ts(t) => (1, *t as f64, String::new()),
-            Value::Str(s) => (2, 0.0, s.clone()),
+            Value::Str(s) => (2, 0.0, s.to_string()),
             Value::List(_) => (3, 0.0, String::new()),
             Value::Null => (4, 0.0, String::new()),
         }

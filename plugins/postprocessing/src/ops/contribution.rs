@@ -63,7 +63,7 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
     };
     let renames: Vec<Label> =
         match opt_str_list(options, "rename_columns")?.filter(|r| !r.is_empty()) {
-            Some(r) => r.into_iter().map(|s| vec![Value::Str(s)]).collect(),
+            Some(r) => r.into_iter().map(|s| vec![Value::Str(s.into())]).collect(),
             None => actual.iter().map(|&i| df.labels[i].clone()).collect(),
         };
     if renames.len() != actual.len() {
@@ -103,7 +103,7 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
                 }
                 Some(t) => {
                     let total = match &out.labels[i][..] {
-                        [Value::Str(name)] => t.get(name).and_then(Json::as_f64),
+                        [Value::Str(name)] => t.get(&**name).and_then(Json::as_f64),
                         _ => None,
                     };
                     match total {

@@ -102,7 +102,7 @@ pub fn run(mut frame: Frame, options: &Json) -> Result<Frame> {
                 .filter(|(_, v)| !matches!(v, Value::Float(f) if f.is_nan()))
                 .map(|(_, v)| escape_separator(&py_str(v)))
                 .collect();
-            *label = vec![Value::Str(cells.join(SEPARATOR))];
+            *label = vec![Value::Str(cells.join(SEPARATOR).into())];
         }
         frame.column_names = vec![None];
     }

@@ -182,7 +182,7 @@ fn column<'a>(df: &'a Frame, name: &str) -> Result<&'a Series, PpError> {
 }
 
 fn str_label(name: &str) -> Label {
-    vec![Value::Str(name.to_string())]
+    vec![Value::Str(name.into())]
 }
 
 /// Superset's `geohash_encode(df, geohash, longitude, latitude)`: a geohash column computed
@@ -199,12 +199,12 @@ pub fn geohash_encode(df: Frame, options: &Options) -> Result<Frame, PpError> {
     let lons = coordinates(&lon_col)?;
     let mut codes = Vec::with_capacity(lats.len());
     for (lat, lon) in lats.iter().zip(&lons) {
-        codes.push(Value::Str(encode(*lat, *lon)?));
+        codes.push(Value::Str(encode(*lat, *lon)?.into()));
     }
     let derived = vec![
         (str_label("latitude"), lat_col),
         (str_label("longitude"), lon_col),
-        (str_label("geohash"), Series::Object(codes)),
+        (str_label("geohash"), Series::Object(codes.into())),
     ];
     Ok(append_columns(
         df,

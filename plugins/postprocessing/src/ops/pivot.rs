@@ -60,8 +60,8 @@ fn json_value(j: &Json) -> Value {
         Json::Number(n) => n
             .as_i64()
             .map_or_else(|| Value::Float(n.as_f64().unwrap_or(f64::NAN)), Value::Int),
-        Json::String(s) => Value::Str(s.clone()),
-        other => Value::Str(other.to_string()),
+        Json::String(s) => Value::Str(s.as_str().into()),
+        other => Value::Str(other.to_string().into()),
     }
 }
 
@@ -120,7 +120,7 @@ fn downcast_to_int(vals: &mut [Value]) {
 
 fn label_str(frame: &Frame, pos: usize) -> String {
     match frame.labels[pos].first() {
-        Some(Value::Str(s)) => s.clone(),
+        Some(Value::Str(s)) => s.to_string(),
         _ => String::new(),
     }
 }
@@ -169,7 +169,7 @@ pub fn run(frame: Frame, options: &Json) -> Result<Frame> {
     }
     let columns = opts.names("columns");
     let column_fill = match opts.get("column_fill_value") {
-        None => Some(Value::Str("<NULL>".to_string())),
+        None => Some(Value::Str("<NULL>".into())),
         Some(v) if truthy(v) => Some(json_value(v)),
         Some(_) => None,
     };
@@ -465,7 +465,7 @@ fn assemble(frame: &Frame, ipos: &[usize], cpos: &[usize], table: Table) -> Fram
     let mut columns: Vec<Series> = Vec::new();
     for (metric, cols) in table.metrics {
         for (c, cells) in cols.into_iter().enumerate() {
-            let mut label = vec![Value::Str(metric.clone())];
+            let mut label = vec![Value::Str(metric.as_str().into())];
             if !cpos.is_empty() {
                 label.extend(table.combos[c].iter().cloned());
             }
@@ -533,7 +533,7 @@ fn add_margins(
     name: &str,
     fill: Option<&Value>,
 ) -> Result<Frame> {
-    let conflict = Value::Str(name.to_string());
+    let conflict = Value::Str(name.into());
     let in_index = table
         .index
         .levels
@@ -556,7 +556,7 @@ fn add_margins(
         values
             .iter()
             .zip(vpos)
-            .find(|((c, _), _)| Value::Str(c.clone()) == *metric)
+            .find(|((c, _), _)| matches!(metric, Value::Str(m) if **m == **c))
             .map(|((_, a), &p)| (p, a))
     };
     let nrows = table.num_rows();
@@ -602,8 +602,8 @@ fn add_margins(
                 .iter()
                 .map(|k| by_row.get(k).cloned().unwrap_or(Value::Float(f64::NAN)))
                 .collect();
-            let mut label = vec![metric.clone(), Value::Str(name.to_string())];
-            label.extend((1..cpos.len()).map(|_| Value::Str(String::new())));
+            let mut label = vec![metric.clone(), Value::Str(name.into())];
+            label.extend((1..cpos.len()).map(|_| Value::Str("".into())));
             labels.push(label);
             columns.push(Series::from_values(cells));
             margin_row.push(agg.apply(&frame.columns[vcol], &rows, &mut scratch)?);
@@ -630,11 +630,7 @@ fn add_margins(
         .enumerate()
         .map(|(k, l)| {
             let mut vals = l.values();
-            vals.push(Value::Str(if k == 0 {
-                name.to_string()
-            } else {
-                String::new()
-            }));
+            vals.push(Value::Str(if k == 0 { name } else { "" }.into()));
             Series::from_values(vals)
         })
         .collect();

@@ -75,8 +75,8 @@ pub fn run(mut frame: Frame, options: &Json) -> Result<Frame> {
     match frame.position("rank") {
         Some(p) => frame.columns[p] = series,
         None => {
-            let mut label = vec![Value::Str("rank".to_string())];
-            label.extend((1..frame.nlevels()).map(|_| Value::Str(String::new())));
+            let mut label = vec![Value::Str("rank".into())];
+            label.extend((1..frame.nlevels()).map(|_| Value::Str("".into())));
             frame.labels.push(label);
             frame.columns.push(series);
         }

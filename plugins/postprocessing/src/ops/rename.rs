@@ -10,12 +10,12 @@ use crate::ops::{Opts, truthy, validate_column_args};
 fn json_label(v: &Json) -> Value {
     match v {
         Json::Null => Value::Null,
-        Json::String(s) => Value::Str(s.clone()),
+        Json::String(s) => Value::Str(s.as_str().into()),
         Json::Bool(b) => Value::Bool(*b),
         Json::Number(n) => n
             .as_i64()
             .map_or_else(|| Value::Float(n.as_f64().unwrap_or(f64::NAN)), Value::Int),
-        other => Value::Str(other.to_string()),
+        other => Value::Str(other.to_string().into()),
     }
 }
 
@@ -88,7 +88,7 @@ pub fn run(mut frame: Frame, options: &Json) -> Result<Frame> {
                 continue;
             }
             if let Value::Str(s) = cell
-                && let Some(new) = mapping.get(s.as_str())
+                && let Some(new) = mapping.get(&**s)
             {
                 *cell = json_label(new);
             }

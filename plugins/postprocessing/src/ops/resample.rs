@@ -753,13 +753,14 @@ fn fill_forward(series: Series) -> Series {
             }
             Series::Float64(v)
         }
-        Series::Object(mut v) => {
+        Series::Object(mut objects) => {
+            let v = objects.make_mut();
             for i in 1..v.len() {
                 if v[i] == Value::Null {
                     v[i] = v[i - 1].clone();
                 }
             }
-            Series::Object(v)
+            Series::Object(objects)
         }
         Series::Datetime(mut v) => {
             for i in 1..v.len() {
@@ -784,13 +785,14 @@ fn fill_backward(series: Series) -> Series {
             }
             Series::Float64(v)
         }
-        Series::Object(mut v) => {
+        Series::Object(mut objects) => {
+            let v = objects.make_mut();
             for i in (0..v.len().saturating_sub(1)).rev() {
                 if v[i] == Value::Null {
                     v[i] = v[i + 1].clone();
                 }
             }
-            Series::Object(v)
+            Series::Object(objects)
         }
         Series::Datetime(mut v) => {
             for i in (0..v.len().saturating_sub(1)).rev() {

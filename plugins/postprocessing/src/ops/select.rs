@@ -8,7 +8,7 @@ use crate::ops::{Opts, validate_column_args};
 use crate::pystr::str_list_repr;
 
 fn matches(label: &[Value], name: &str) -> bool {
-    matches!(label.first(), Some(Value::Str(s)) if s == name)
+    matches!(label.first(), Some(Value::Str(s)) if **s == *name)
 }
 
 /// Runs `select`.
@@ -53,12 +53,12 @@ pub fn run(frame: Frame, options: &Json) -> Result<Frame> {
         for label in &mut out.labels {
             for cell in label.iter_mut() {
                 if let Value::Str(s) = cell
-                    && let Some(new) = mapping.get(s.as_str())
+                    && let Some(new) = mapping.get(&**s)
                 {
                     *cell = match new {
-                        Json::String(n) => Value::Str(n.clone()),
+                        Json::String(n) => Value::Str(n.as_str().into()),
                         Json::Null => Value::Null,
-                        other => Value::Str(other.to_string()),
+                        other => Value::Str(other.to_string().into()),
                     };
                 }
             }
