@@ -382,7 +382,7 @@ impl Exporter<'_> {
             ],
         );
         let mut position = parsed(&dash, "position_json");
-        if !position.as_object().is_some_and(|p| !p.is_empty()) {
+        if position.as_object().is_none_or(|p| p.is_empty()) {
             position = default_position(&dash.text("dashboard_title"));
         }
         // Charts are referenced by uuid inside the position, so ids can change on import.
@@ -470,7 +470,7 @@ impl Exporter<'_> {
         }
         let label = secure_filename(&q.text("label"));
         file.push_str(if label.is_empty() {
-            &d["uuid"].as_str().unwrap_or_default()
+            d["uuid"].as_str().unwrap_or_default()
         } else {
             &label
         });

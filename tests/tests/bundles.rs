@@ -442,6 +442,16 @@ both_backends! {
     }
 }
 
+/// A hostile upload: what it is, the archive, the expected `error_type`, a substring of the
+/// message, and the file its problem is filed under in `extra` (if per file).
+type Hostile = (
+    &'static str,
+    Vec<u8>,
+    &'static str,
+    &'static str,
+    Option<&'static str>,
+);
+
 /// A legitimate chart bundle (database, dataset, chart) for `uri`.
 fn small_bundle(uri: &str) -> Vec<u8> {
     let masked = uri.replace(SECRET, "XXXXXXXXXX");
@@ -479,7 +489,7 @@ both_backends! {
         let many: Vec<(String, Vec<u8>)> = (0..10_001).map(|i| (format!("b/x/{i}.txt"), vec![])).collect();
         let many_refs: Vec<(&str, &[u8])> = many.iter().map(|(n, d)| (n.as_str(), d.as_slice())).collect();
         // (name, bundle, expected error_type, a substring of the message, the file in `extra`)
-        let cases: Vec<(&str, Vec<u8>, &str, &str, Option<&str>)> = vec![
+        let cases: Vec<Hostile> = vec![
             ("zip bomb: file over the size limit", zip_of(&[("b/metadata.yaml", META), ("b/charts/a.yaml", &spaces)]), "GENERIC_BACKEND_ERROR", "Found file with size above allowed threshold", None),
             ("zip bomb: compression ratio", zip_of(&[("b/metadata.yaml", META), ("b/charts/a.yaml", &ratio)]), "GENERIC_BACKEND_ERROR", "Zip compress ratio above allowed threshold", None),
             ("zip bomb: total size", zip_of(&[("b/metadata.yaml", META), ("b/charts/a.yaml", &seven), ("b/charts/b.yaml", &seven), ("b/charts/c.yaml", &seven), ("b/charts/d.yaml", &seven), ("b/charts/e.yaml", &seven)]), "GENERIC_BACKEND_ERROR", "Found file with size above allowed threshold", None),
