@@ -5,17 +5,22 @@
 //!
 //! Knows nothing of HTTP: the API layer maps [`AssetsError`] to Superset's envelopes.
 
+mod bundle;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{Cursor, Read, Write};
 
 use serde_json::{Map, Value as Json, json};
 
+use bundle::{as_bool, as_int};
+pub use bundle::{read_zip, write_zip};
+
 use crate::seal::Sealer;
 use crate::store::catalog::{
-    CHART, Changes, ChildWrite, DASHBOARD, DATABASE, DATASET, DATASET_COLUMN, DATASET_METRIC,
+    self as cat, CHART, Changes, ChildWrite, DASHBOARD, DATABASE, DATASET, DATASET_COLUMN,
+    DATASET_METRIC, SAVED_QUERY,
 };
-use crate::store::model::{Op, Pred, Record};
-use crate::store::{self, Store, Value};
+use crate::store::model::{self, Op, Pred, Record};
+use crate::store::{self, Store, Tx, Value};
 use crate::uri::{ConnectionUri, PASSWORD_MASK};
 
 /// The bundle format version Superset writes and accepts.
@@ -32,6 +37,8 @@ pub enum Kind {
     Chart,
     /// `Dashboard`
     Dashboard,
+    /// `SavedQuery`
+    SavedQuery,
     /// `assets`: everything, as `/api/v1/assets/`.
     Assets,
 }
@@ -44,6 +51,7 @@ impl Kind {
             Kind::Dataset => "SqlaTable",
             Kind::Chart => "Slice",
             Kind::Dashboard => "Dashboard",
+            Kind::SavedQuery => "SavedQuery",
             Kind::Assets => "assets",
         }
     }
@@ -55,7 +63,29 @@ impl Kind {
             Kind::Dataset => "dataset",
             Kind::Chart => "chart",
             Kind::Dashboard => "dashboard",
+            Kind::SavedQuery => "saved_query",
             Kind::Assets => "assets",
+        }
+    }
+
+    /// Superset's `model_name` of the import command (`Error importing <model>`).
+    pub fn model(self) -> &'static str {
+        match self {
+            Kind::SavedQuery => "saved_queries",
+            k => k.resource(),
+        }
+    }
+
+    /// How the "already exists" message names a record of this kind (Superset's
+    /// `model_name.title()`).
+    fn title(self) -> &'static str {
+        match self {
+            Kind::Database => "Database",
+            Kind::Dataset => "Dataset",
+            Kind::Chart => "Chart",
+            Kind::Dashboard => "Dashboard",
+            Kind::SavedQuery => "Saved_Queries",
+            Kind::Assets => "Assets",
         }
     }
 
@@ -65,6 +95,7 @@ impl Kind {
             Kind::Dataset => "datasets/",
             Kind::Chart => "charts/",
             Kind::Dashboard => "dashboards/",
+            Kind::SavedQuery => "queries/",
             Kind::Assets => "",
         }
     }
@@ -82,7 +113,21 @@ pub enum AssetsError {
     /// `metadata.yaml` is missing, or has another version or type.
     #[error("Import has incorrect version")]
     IncorrectVersion,
-    /// Files failed validation: per file, the problems (Superset's `extra`).
+    /// The archive is refused before its files are read: a ZIP bomb, too many entries, an
+    /// entry name leaving the root folder, a file over the size limit.
+    #[error("{0}")]
+    Unsafe(String),
+    /// Files that no exporter writes: not UTF-8, over the YAML bounds, fields of the wrong
+    /// type. Per file, the problems.
+    #[error("Error importing {model}")]
+    Malformed {
+        /// The model being imported (`dashboard`, …).
+        model: &'static str,
+        /// `{"charts/x.yaml": {"uuid": ["Not a valid UUID."]}}`.
+        problems: Map<String, Json>,
+    },
+    /// Well-formed files that cannot be imported (missing fields or references, conflicts
+    /// with existing records): per file, the problems (Superset's `extra`).
     #[error("Error importing {model}")]
     Invalid {
         /// The model being imported (`dashboard`, …).
@@ -93,6 +138,9 @@ pub enum AssetsError {
     /// An id to export does not exist.
     #[error("Not found")]
     NotFound,
+    /// Rendering the archive failed.
+    #[error("writing the bundle: {0}")]
+    Write(String),
     /// The store failed.
     #[error(transparent)]
     Store(#[from] store::Error),
@@ -100,87 +148,6 @@ pub enum AssetsError {
 
 /// A bundle's documents by path below the root folder (`charts/Sales_3.yaml`).
 pub type Files = BTreeMap<String, Json>;
-
-// ------------------------------------------------------------------------------------------
-// ZIP and YAML
-
-/// Reads a bundle: the first path segment (the root folder) is dropped, only `.yaml`/`.yml`
-/// files count and names starting with `.` or `_` are ignored (as Superset does).
-pub fn read_zip(bytes: &[u8]) -> Result<Files, AssetsError> {
-    let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).map_err(|_| AssetsError::NotZip)?;
-    let mut files = Files::new();
-    let mut problems = Map::new();
-    for i in 0..archive.len() {
-        let mut entry = archive.by_index(i).map_err(|_| AssetsError::NotZip)?;
-        if entry.is_dir() {
-            continue;
-        }
-        let name = entry.name().to_owned();
-        let Some((_, path)) = name.split_once('/') else {
-            continue;
-        };
-        let base = path.rsplit('/').next().unwrap_or(path);
-        if base.starts_with('.') || base.starts_with('_') {
-            continue;
-        }
-        if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
-            continue;
-        }
-        // Bound what one entry may expand to, so a ZIP bomb is refused, not inflated.
-        let mut text = String::new();
-        if (&mut entry)
-            .take(MAX_FILE_BYTES + 1)
-            .read_to_string(&mut text)
-            .is_err()
-            || text.len() as u64 > MAX_FILE_BYTES
-        {
-            problems.insert(
-                path.to_owned(),
-                json!({"_schema": ["Not a valid YAML file."]}),
-            );
-            continue;
-        }
-        match serde_norway::from_str::<Json>(&text) {
-            Ok(doc) => {
-                files.insert(path.to_owned(), doc);
-            }
-            Err(e) => {
-                problems.insert(
-                    path.to_owned(),
-                    json!({"_schema": [format!("Not a valid YAML file: {e}")]}),
-                );
-            }
-        }
-    }
-    if !problems.is_empty() {
-        return Err(AssetsError::Invalid {
-            model: "assets",
-            problems,
-        });
-    }
-    if files.is_empty() {
-        return Err(AssetsError::NoFiles);
-    }
-    Ok(files)
-}
-
-/// Largest YAML file accepted inside a bundle.
-const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Writes a bundle under one root folder; returns the ZIP bytes.
-pub fn write_zip(root: &str, files: &Files) -> Result<Vec<u8>, AssetsError> {
-    let mut out = zip::ZipWriter::new(Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default()
-        .compression_method(zip::CompressionMethod::Deflated);
-    let io = |e: &dyn std::fmt::Display| AssetsError::Store(store::Error::Task(e.to_string()));
-    for (path, doc) in files {
-        let text = serde_norway::to_string(doc).map_err(|e| io(&e))?;
-        out.start_file(format!("{root}/{path}"), opts)
-            .map_err(|e| io(&e))?;
-        out.write_all(text.as_bytes()).map_err(|e| io(&e))?;
-    }
-    Ok(out.finish().map_err(|e| io(&e))?.into_inner())
-}
 
 /// werkzeug's `secure_filename`: ASCII letters, digits, `_.-`; whitespace becomes `_`.
 pub fn secure_filename(name: &str) -> String {
@@ -415,17 +382,64 @@ impl Exporter<'_> {
             ],
         );
         let mut position = parsed(&dash, "position_json");
+        if position.as_object().is_none_or(|p| p.is_empty()) {
+            position = default_position(&dash.text("dashboard_title"));
+        }
         // Charts are referenced by uuid inside the position, so ids can change on import.
+        let mut placed = BTreeSet::new();
         if let Some(map) = position.as_object_mut() {
             for node in map.values_mut() {
                 let chart = node["meta"]["chartId"].as_i64();
-                if let Some(u) = chart.and_then(|c| uuids.get(&c)) {
+                if let Some((c, u)) = chart.and_then(|c| uuids.get_key_value(&c)) {
                     node["meta"]["uuid"] = json!(u);
+                    placed.insert(*c);
                 }
             }
         }
+        // Linked charts missing from the layout are appended in a row of their own (as
+        // Superset's export does), or the import could not link them.
+        let orphans: Vec<&Record> = dash
+            .related("slices")
+            .iter()
+            .filter(|s| !placed.contains(&s.id))
+            .collect();
+        append_charts(&mut position, &orphans, &uuids);
         d.insert("position".into(), position);
-        d.insert("metadata".into(), parsed(&dash, "json_metadata"));
+        let mut metadata = parsed(&dash, "json_metadata");
+        // Native filters name their datasets by uuid in a bundle, and bring them along.
+        let mut targets: Vec<i64> = Vec::new();
+        for f in metadata["native_filter_configuration"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            for t in f["targets"].as_array().into_iter().flatten() {
+                targets.extend(t.get("datasetId").and_then(Json::as_i64));
+            }
+        }
+        let existing = self.store.existing(&DATASET, &targets).await?;
+        let mut dataset_uuids = BTreeMap::new();
+        for ds in existing {
+            dataset_uuids.insert(ds, self.dataset(ds, true).await?);
+        }
+        if let Some(filters) = metadata
+            .get_mut("native_filter_configuration")
+            .and_then(Json::as_array_mut)
+        {
+            for f in filters {
+                let Some(targets) = f.get_mut("targets").and_then(Json::as_array_mut) else {
+                    continue;
+                };
+                for obj in targets.iter_mut().filter_map(Json::as_object_mut) {
+                    let ds = obj.get("datasetId").and_then(Json::as_i64);
+                    if let Some(uuid) = ds.and_then(|d| dataset_uuids.get(&d)) {
+                        obj.remove("datasetId");
+                        obj.insert("datasetUuid".into(), json!(uuid));
+                    }
+                }
+            }
+        }
+        d.insert("metadata".into(), metadata);
         d.insert("theme_uuid".into(), Json::Null);
         d.insert("version".into(), json!(VERSION));
         let file = format!(
@@ -434,6 +448,113 @@ impl Exporter<'_> {
         );
         self.files.insert(file, Json::Object(d));
         Ok(())
+    }
+
+    async fn saved_query(&mut self, id: i64) -> Result<(), AssetsError> {
+        let q = self.store.load_one(&SAVED_QUERY, id, &[]).await?;
+        let mut d = doc(
+            &q,
+            &["catalog", "schema", "label", "description", "sql", "uuid"],
+        );
+        d.insert("version".into(), json!(VERSION));
+        let mut file = String::from("queries/");
+        if let Some(db) = q.get::<i64>("db_id") {
+            let (db_file, db_uuid) = self.database(db).await?;
+            d.insert("database_uuid".into(), json!(db_uuid));
+            file.push_str(&db_file);
+            file.push('/');
+        }
+        if let Some(schema) = q.get::<String>("schema") {
+            file.push_str(&secure_filename(&schema));
+            file.push('/');
+        }
+        let label = secure_filename(&q.text("label"));
+        file.push_str(if label.is_empty() {
+            d["uuid"].as_str().unwrap_or_default()
+        } else {
+            &label
+        });
+        file.push_str(".yaml");
+        self.files.insert(file, Json::Object(d));
+        Ok(())
+    }
+}
+
+/// Superset's `get_default_position`: an empty layout with the title as header.
+fn default_position(title: &str) -> Json {
+    json!({
+        "DASHBOARD_VERSION_KEY": "v2",
+        "ROOT_ID": {"children": ["GRID_ID"], "id": "ROOT_ID", "type": "ROOT"},
+        "GRID_ID": {"children": [], "id": "GRID_ID", "parents": ["ROOT_ID"], "type": "GRID"},
+        "HEADER_ID": {"id": "HEADER_ID", "meta": {"text": title}, "type": "HEADER"},
+    })
+}
+
+/// Superset's `append_charts`: one new row holding `charts`. Node ids derive from the
+/// charts' uuids (Superset draws random ones), so an unchanged dashboard exports the same.
+fn append_charts(position: &mut Json, charts: &[&Record], uuids: &BTreeMap<i64, String>) {
+    let Some(map) = position.as_object_mut() else {
+        return;
+    };
+    if charts.is_empty() {
+        return;
+    }
+    let suffix = |u: &str| {
+        u.chars()
+            .filter(char::is_ascii_alphanumeric)
+            .take(10)
+            .collect::<String>()
+    };
+    let nodes: Vec<(String, &Record, &String)> = charts
+        .iter()
+        .filter_map(|c| {
+            uuids
+                .get(&c.id)
+                .map(|u| (format!("CHART-{}", suffix(u)), *c, u))
+        })
+        .collect();
+    let grid = map
+        .get("ROOT_ID")
+        .and_then(|r| r["children"].as_array())
+        .is_some_and(|c| c.iter().any(|x| x == "GRID_ID"))
+        && map.get("GRID_ID").is_some_and(|g| g["children"].is_array());
+    let row = grid.then(|| format!("ROW-N-{}", suffix(nodes.first().map_or("", |n| n.2))));
+    if let Some(row) = &row {
+        if let Some(children) = map
+            .get_mut("GRID_ID")
+            .and_then(|g| g.get_mut("children"))
+            .and_then(Json::as_array_mut)
+        {
+            children.push(json!(row));
+        }
+        map.insert(
+            row.clone(),
+            json!({
+                "children": nodes.iter().map(|n| &n.0).collect::<Vec<_>>(),
+                "id": row,
+                "meta": {"0": "ROOT_ID", "background": "BACKGROUND_TRANSPARENT"},
+                "type": "ROW",
+                "parents": ["ROOT_ID", "GRID_ID"],
+            }),
+        );
+    }
+    for (id, chart, uuid) in nodes {
+        let mut node = json!({
+            "children": [],
+            "id": id,
+            "meta": {
+                "chartId": chart.id,
+                "height": 50,
+                "sliceName": chart.text("slice_name"),
+                "uuid": uuid,
+                "width": 4,
+            },
+            "type": "CHART",
+        });
+        if let Some(row) = &row {
+            node["parents"] = json!(["ROOT_ID", "GRID_ID", row]);
+        }
+        map.insert(id, node);
     }
 }
 
@@ -480,6 +601,7 @@ pub async fn export(
         Kind::Database => &DATABASE,
         Kind::Dataset => &DATASET,
         Kind::Chart => &CHART,
+        Kind::SavedQuery => &SAVED_QUERY,
         Kind::Dashboard | Kind::Assets => &DASHBOARD,
     };
     if kind != Kind::Assets
@@ -518,6 +640,11 @@ pub async fn export(
                 ex.dashboard(*id).await?;
             }
         }
+        Kind::SavedQuery => {
+            for id in ids {
+                ex.saved_query(*id).await?;
+            }
+        }
         Kind::Assets => {
             for id in all(&DASHBOARD).await? {
                 ex.dashboard(id).await?;
@@ -530,6 +657,9 @@ pub async fn export(
             }
             for id in all(&DATABASE).await? {
                 ex.database(id).await?;
+            }
+            for id in all(&SAVED_QUERY).await? {
+                ex.saved_query(id).await?;
             }
         }
     }
@@ -557,19 +687,28 @@ pub struct ImportOptions {
 fn text(doc: &Json, key: &str) -> Value {
     match doc.get(key) {
         Some(Json::String(s)) => Value::Text(s.clone()),
-        Some(Json::Number(n)) => Value::Text(n.to_string()),
         _ => Value::Null,
     }
 }
 
 fn int(doc: &Json, key: &str) -> Value {
     doc.get(key)
-        .and_then(Json::as_i64)
+        .and_then(as_int)
         .map_or(Value::Null, Value::Int)
 }
 
 fn flag(doc: &Json, key: &str, default: bool) -> Value {
-    Value::Bool(doc.get(key).and_then(Json::as_bool).unwrap_or(default))
+    Value::Bool(doc.get(key).and_then(as_bool).unwrap_or(default))
+}
+
+fn uuid_of(doc: &Json, key: &str) -> String {
+    // Field types are checked when the bundle is read; the canonical form makes `ABC…` and
+    // `abc…` the same record, as Superset's UUID column does.
+    doc.get(key)
+        .and_then(Json::as_str)
+        .and_then(|u| uuid::Uuid::parse_str(u).ok())
+        .map(|u| u.to_string())
+        .unwrap_or_default()
 }
 
 /// A nested document stored as JSON text (`extra`, `params`, `position_json`).
@@ -601,55 +740,79 @@ fn required<'d>(
 
 struct Importer<'a> {
     store: &'a Store,
+    /// The write phase's transaction. `None` in the dry run, which validates and resolves
+    /// every file without writing (new records get placeholder ids).
+    tx: Option<&'a Tx>,
     sealer: &'a Sealer,
     top: Kind,
     opts: &'a ImportOptions,
     problems: Map<String, Json>,
     /// uuid → id of every record imported or reused so far.
     ids: BTreeMap<String, i64>,
-    /// Validate and resolve only: nothing is written, new records get placeholder ids.
-    dry_run: bool,
     /// The last placeholder id handed out (negative, never a real id).
     placeholder: i64,
 }
 
-impl Importer<'_> {
-    /// In a dry run, records the uuid with its existing or a placeholder id and returns true:
-    /// the caller stops before writing.
-    fn dry(&mut self, uuid: &str, existing: Option<i64>) -> bool {
-        if self.dry_run {
+impl<'a> Importer<'a> {
+    // Reads go through the write phase's transaction, so they see the records it wrote.
+
+    async fn find_id(
+        &self,
+        model: &'static model::Model,
+        field: &str,
+        v: Value,
+    ) -> store::Result<Option<i64>> {
+        match self.tx {
+            Some(tx) => model::find_id_in(tx, model, field, v).await,
+            None => model::find_id_in(self.store.db(), model, field, v).await,
+        }
+    }
+
+    async fn load_one(&self, model: &'static model::Model, id: i64) -> store::Result<Record> {
+        match self.tx {
+            Some(tx) => model::load_one_in(tx, model, id, &[]).await,
+            None => model::load_one_in(self.store.db(), model, id, &[]).await,
+        }
+    }
+
+    async fn count(&self, model: &'static model::Model, pred: &Pred) -> store::Result<Vec<i64>> {
+        let found = match self.tx {
+            Some(tx) => model::list_ids_in(tx, model, pred, None, None).await?,
+            None => model::list_ids_in(self.store.db(), model, pred, None, None).await?,
+        };
+        Ok(found.1)
+    }
+
+    /// The transaction to write `uuid` in; in the dry run, records the uuid with its
+    /// existing or a placeholder id and returns `None`: the caller stops before writing.
+    fn writer(&mut self, uuid: &str, existing: Option<i64>) -> Option<&'a Tx> {
+        if self.tx.is_none() {
             self.placeholder -= 1;
             self.ids
                 .insert(uuid.to_owned(), existing.unwrap_or(self.placeholder));
         }
-        self.dry_run
+        self.tx
     }
 
     /// The existing id for a uuid, and whether this file may write it.
     async fn target(
         &mut self,
-        model: &'static crate::store::model::Model,
+        model: &'static model::Model,
         kind: Kind,
         file: &str,
         uuid: &str,
     ) -> Result<(Option<i64>, bool), AssetsError> {
         let existing = self
-            .store
             .find_id(model, "uuid", Value::Text(uuid.into()))
             .await?;
         let top = self.top == kind || self.top == Kind::Assets;
         match existing {
             Some(id) if top && !self.opts.overwrite && self.top != Kind::Assets => {
-                let name = match kind {
-                    Kind::Database => "Database",
-                    Kind::Dataset => "Dataset",
-                    Kind::Chart => "Chart",
-                    _ => "Dashboard",
-                };
                 self.problems.insert(
                     file.to_owned(),
                     json!(format!(
-                        "{name} already exists and `overwrite=true` was not passed"
+                        "{} already exists and `overwrite=true` was not passed",
+                        kind.title()
                     )),
                 );
                 Ok((Some(id), false))
@@ -657,6 +820,21 @@ impl Importer<'_> {
             Some(id) => Ok((Some(id), top)),
             None => Ok((None, true)),
         }
+    }
+
+    /// The id a file refers to by uuid (`database_uuid`, …), when the bundle or the
+    /// catalog has it.
+    async fn reference(
+        &self,
+        model: &'static model::Model,
+        doc: &Json,
+        key: &str,
+    ) -> store::Result<Option<i64>> {
+        let uuid = uuid_of(doc, key);
+        if let Some(id) = self.ids.get(&uuid) {
+            return Ok(Some(*id));
+        }
+        self.find_id(model, "uuid", Value::Text(uuid)).await
     }
 
     async fn database(&mut self, file: &str, doc: &Json) -> Result<(), AssetsError> {
@@ -670,7 +848,17 @@ impl Importer<'_> {
                 .insert(file.to_owned(), Json::Object(problems));
             return Ok(());
         };
-        let uuid = doc["uuid"].as_str().unwrap_or_default().to_owned();
+        if doc.get("ssh_tunnel").is_some_and(|t| !t.is_null()) {
+            // Importing the connection without its tunnel would leave a database that
+            // cannot be reached; say so instead.
+            self.problems.insert(
+                file.to_owned(),
+                json!({"ssh_tunnel": ["SSH tunnels are not supported by this server: connect \
+                    to the database directly and remove `ssh_tunnel` from the file."]}),
+            );
+            return Ok(());
+        }
+        let uuid = uuid_of(doc, "uuid");
         let (existing, write) = self.target(&DATABASE, Kind::Database, file, &uuid).await?;
         if let Some(id) = existing {
             self.ids.insert(uuid.clone(), id);
@@ -687,8 +875,20 @@ impl Importer<'_> {
                 return Ok(());
             }
         };
-        let password = match (uri.password.as_deref(), self.opts.passwords.get(file)) {
-            (_, Some(p)) => Some(Some(p.clone())),
+        let given = self
+            .opts
+            .passwords
+            .get(file)
+            .cloned()
+            .or_else(|| {
+                doc.get("password")
+                    .and_then(Json::as_str)
+                    .map(str::to_owned)
+            })
+            .filter(|p| p != PASSWORD_MASK);
+        let password = match (uri.password.as_deref(), given) {
+            (_, Some(p)) => Some(Some(p)),
+            // The mask of an existing database keeps its stored password.
             (Some(PASSWORD_MASK), None) if existing.is_some() => None,
             (Some(PASSWORD_MASK), None) => {
                 self.problems.insert(
@@ -721,11 +921,10 @@ impl Importer<'_> {
             .or_else(|| doc.get("allow_csv_upload"));
         c.set(
             "allow_file_upload",
-            Value::Bool(upload.and_then(Json::as_bool).unwrap_or(false)),
+            Value::Bool(upload.and_then(as_bool).unwrap_or(false)),
         );
         c.set("extra", json_text(doc, "extra"));
         if let Some(other) = self
-            .store
             .find_id(&DATABASE, "database_name", text(doc, "database_name"))
             .await?
             && Some(other) != existing
@@ -736,9 +935,9 @@ impl Importer<'_> {
             );
             return Ok(());
         }
-        if self.dry(&uuid, existing) {
+        let Some(tx) = self.writer(&uuid, existing) else {
             return Ok(());
-        }
+        };
         let sealed = match password {
             None => None,
             Some(None) => Some(None),
@@ -748,11 +947,7 @@ impl Importer<'_> {
                     .map_err(|e| store::Error::Task(e.to_string()))?,
             )),
         };
-        match self
-            .store
-            .save_database(existing, &c, sealed, self.opts.user)
-            .await
-        {
+        match cat::save_database_in(tx, existing, &c, sealed, self.opts.user).await {
             Ok(id) => {
                 self.ids.insert(uuid, id);
             }
@@ -775,12 +970,8 @@ impl Importer<'_> {
                 .insert(file.to_owned(), Json::Object(problems));
             return Ok(());
         };
-        let uuid = doc["uuid"].as_str().unwrap_or_default().to_owned();
-        let Some(db) = doc["database_uuid"]
-            .as_str()
-            .and_then(|u| self.ids.get(u))
-            .copied()
-        else {
+        let uuid = uuid_of(doc, "uuid");
+        let Some(db) = self.reference(&DATABASE, doc, "database_uuid").await? else {
             self.problems.insert(
                 file.to_owned(),
                 json!({"database_uuid": ["Database does not exist"]}),
@@ -794,6 +985,33 @@ impl Importer<'_> {
         if !write {
             return Ok(());
         }
+        // One dataset per table: another uuid on the same table is a conflict, found here
+        // rather than by the write (which, inside the transaction, could not go on).
+        let same_table = Pred::sql(
+            "t.database_id = ? AND t.table_name = ? AND COALESCE(t.schema, '') = ? \
+             AND COALESCE(t.catalog, '') = ?",
+            vec![
+                Value::Int(db),
+                text(doc, "table_name"),
+                Value::Text(doc["schema"].as_str().unwrap_or_default().to_owned()),
+                Value::Text(doc["catalog"].as_str().unwrap_or_default().to_owned()),
+            ],
+        );
+        if self
+            .count(&DATASET, &same_table)
+            .await?
+            .iter()
+            .any(|id| Some(*id) != existing)
+        {
+            self.problems.insert(
+                file.to_owned(),
+                json!({"table_name": [format!(
+                    "Dataset {} already exists",
+                    doc["table_name"].as_str().unwrap_or_default()
+                )]}),
+            );
+            return Ok(());
+        }
         let mut c = Changes::default();
         c.set("database", db);
         c.set("uuid", uuid.clone());
@@ -805,15 +1023,12 @@ impl Importer<'_> {
             "catalog",
             "schema",
             "sql",
-            "template_params",
             "fetch_values_predicate",
         ] {
             c.set(k, text(doc, k));
         }
-        c.set(
-            "offset",
-            doc.get("offset").and_then(Json::as_i64).unwrap_or(0),
-        );
+        c.set("template_params", json_text(doc, "template_params"));
+        c.set("offset", doc.get("offset").and_then(as_int).unwrap_or(0));
         c.set("cache_timeout", int(doc, "cache_timeout"));
         c.set(
             "filter_select_enabled",
@@ -884,29 +1099,68 @@ impl Importer<'_> {
                 m.values.push(("currency", json_text(item, "currency")));
             }
         }
-        let bad_child = |c: &ChildWrite, name: &str| {
+        let value = |c: &ChildWrite, name: &str| {
             c.values
                 .iter()
-                .any(|(k, v)| *k == name && *v == Value::Null)
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.clone())
+                .unwrap_or(Value::Null)
         };
-        if columns.iter().any(|c| bad_child(c, "column_name"))
-            || metrics
-                .iter()
-                .any(|m| bad_child(m, "metric_name") || bad_child(m, "expression"))
-        {
-            self.problems.insert(
-                file.to_owned(),
-                json!({"columns": ["Missing data for required field."]}),
-            );
+        let mut child_problems = Map::new();
+        let mut seen = BTreeSet::new();
+        for (i, col) in columns.iter().enumerate() {
+            match value(col, "column_name") {
+                Value::Null => {
+                    child_problems.insert(
+                        format!("columns.{i}.column_name"),
+                        json!(["Missing data for required field."]),
+                    );
+                }
+                Value::Text(name) if !seen.insert(name.clone()) => {
+                    child_problems.insert(
+                        format!("columns.{i}.column_name"),
+                        json!(["Duplicate column name."]),
+                    );
+                }
+                _ => {}
+            }
+        }
+        let mut seen = BTreeSet::new();
+        for (i, m) in metrics.iter().enumerate() {
+            for key in ["metric_name", "expression"] {
+                if value(m, key) == Value::Null {
+                    child_problems.insert(
+                        format!("metrics.{i}.{key}"),
+                        json!(["Missing data for required field."]),
+                    );
+                }
+            }
+            if let Value::Text(name) = value(m, "metric_name")
+                && !seen.insert(name)
+            {
+                child_problems.insert(
+                    format!("metrics.{i}.metric_name"),
+                    json!(["Duplicate metric name."]),
+                );
+            }
+        }
+        if !child_problems.is_empty() {
+            self.problems
+                .insert(file.to_owned(), Json::Object(child_problems));
             return Ok(());
         }
-        if self.dry(&uuid, existing) {
+        let Some(tx) = self.writer(&uuid, existing) else {
             return Ok(());
-        }
-        match self
-            .store
-            .save_dataset(existing, &c, Some(&columns), Some(&metrics), self.opts.user)
-            .await
+        };
+        match cat::save_dataset_in(
+            tx,
+            existing,
+            &c,
+            Some(&columns),
+            Some(&metrics),
+            self.opts.user,
+        )
+        .await
         {
             Ok(id) => {
                 self.ids.insert(uuid, id);
@@ -930,18 +1184,24 @@ impl Importer<'_> {
                 .insert(file.to_owned(), Json::Object(problems));
             return Ok(());
         };
-        let uuid = doc["uuid"].as_str().unwrap_or_default().to_owned();
-        let Some(ds) = doc["dataset_uuid"]
-            .as_str()
-            .and_then(|u| self.ids.get(u))
-            .copied()
-        else {
+        let uuid = uuid_of(doc, "uuid");
+        let Some(ds) = self.reference(&DATASET, doc, "dataset_uuid").await? else {
             self.problems.insert(
                 file.to_owned(),
                 json!({"dataset_uuid": ["Dataset does not exist"]}),
             );
             return Ok(());
         };
+        if let Some(qc) = doc.get("query_context").and_then(Json::as_str)
+            && !qc.trim().is_empty()
+            && serde_json::from_str::<Json>(qc).is_err()
+        {
+            self.problems.insert(
+                file.to_owned(),
+                json!({"query_context": ["Not a valid JSON string."]}),
+            );
+            return Ok(());
+        }
         let (existing, write) = self.target(&CHART, Kind::Chart, file, &uuid).await?;
         if let Some(id) = existing {
             self.ids.insert(uuid.clone(), id);
@@ -949,17 +1209,33 @@ impl Importer<'_> {
         if !write {
             return Ok(());
         }
-        if self.dry(&uuid, existing) {
+        let Some(tx) = self.writer(&uuid, existing) else {
             return Ok(());
-        }
-        let dataset = self.store.load_one(&DATASET, ds, &[]).await?;
-        let mut params = doc.get("params").cloned().unwrap_or_else(|| json!({}));
-        if let Json::String(s) = &params {
-            params = serde_json::from_str(s).unwrap_or_else(|_| json!({}));
-        }
-        if params.is_object() {
-            params["datasource"] = json!(format!("{ds}__table"));
-        }
+        };
+        let dataset = self.load_one(&DATASET, ds).await?;
+        let datasource = format!("{ds}__table");
+        let mut params = match doc.get("params") {
+            Some(Json::String(s)) => serde_json::from_str(s).unwrap_or_else(|_| json!({})),
+            Some(p @ Json::Object(_)) => p.clone(),
+            _ => json!({}),
+        };
+        params["datasource"] = json!(datasource);
+        // The saved query context names the exporting server's dataset id; it is pointed at
+        // this server's (Superset drops it instead, and its charts then cannot answer
+        // `GET /chart/<id>/data/` until saved again).
+        let query_context = match doc.get("query_context").and_then(Json::as_str) {
+            Some(qc) if !qc.trim().is_empty() => match serde_json::from_str::<Json>(qc) {
+                Ok(Json::Object(mut o)) => {
+                    o.insert("datasource".into(), json!({"id": ds, "type": "table"}));
+                    if let Some(fd) = o.get_mut("form_data").and_then(Json::as_object_mut) {
+                        fd.insert("datasource".into(), json!(datasource));
+                    }
+                    Value::Text(Json::Object(o).to_string())
+                }
+                _ => Value::Text(qc.to_owned()),
+            },
+            _ => Value::Null,
+        };
         let mut c = Changes::default();
         c.set("uuid", uuid.clone());
         for k in [
@@ -972,7 +1248,7 @@ impl Importer<'_> {
             c.set(k, text(doc, k));
         }
         c.set("params", params.to_string());
-        c.set("query_context", json_text(doc, "query_context"));
+        c.set("query_context", query_context);
         c.set("cache_timeout", int(doc, "cache_timeout"));
         c.set("datasource_id", ds);
         c.set("datasource_type", "table");
@@ -985,10 +1261,7 @@ impl Importer<'_> {
         if existing.is_none() {
             c.link("owners", self.opts.user.into_iter().collect());
         }
-        let id = self
-            .store
-            .save(&CHART, existing, &c, self.opts.user)
-            .await?;
+        let id = cat::save_in(tx, &CHART, existing, &c, self.opts.user).await?;
         self.ids.insert(uuid, id);
         Ok(())
     }
@@ -1000,57 +1273,19 @@ impl Importer<'_> {
                 .insert(file.to_owned(), Json::Object(problems));
             return Ok(());
         };
-        let uuid = doc["uuid"].as_str().unwrap_or_default().to_owned();
+        let uuid = uuid_of(doc, "uuid");
         let (existing, write) = self
             .target(&DASHBOARD, Kind::Dashboard, file, &uuid)
             .await?;
         if !write {
             return Ok(());
         }
-        // Charts are referenced by uuid; their ids are this server's.
         let mut position = doc.get("position").cloned().unwrap_or(Json::Null);
-        let mut charts = Vec::new();
-        if let Some(map) = position.as_object_mut() {
-            for node in map.values_mut() {
-                let chart = node["meta"]["uuid"]
-                    .as_str()
-                    .and_then(|u| self.ids.get(u))
-                    .copied();
-                if let Some(id) = chart.filter(|_| node["type"] == "CHART") {
-                    node["meta"]["chartId"] = json!(id);
-                    charts.push(id);
-                }
-            }
-        }
-        if position.is_null() {
-            position = json!({
-                "DASHBOARD_VERSION_KEY": "v2",
-                "ROOT_ID": {"children": ["GRID_ID"], "id": "ROOT_ID", "type": "ROOT"},
-                "GRID_ID": {"children": [], "id": "GRID_ID", "parents": ["ROOT_ID"], "type": "GRID"},
-                "HEADER_ID": {"id": "HEADER_ID", "meta": {"text": doc["dashboard_title"]}, "type": "HEADER"},
-            });
+        if !position.is_object() {
+            position = default_position(doc["dashboard_title"].as_str().unwrap_or_default());
         }
         let mut metadata = doc.get("metadata").cloned().unwrap_or_else(|| json!({}));
-        if let Some(filters) = metadata
-            .get_mut("native_filter_configuration")
-            .and_then(Json::as_array_mut)
-        {
-            for f in filters {
-                if let Some(targets) = f.get_mut("targets").and_then(Json::as_array_mut) {
-                    for t in targets {
-                        let ds = t
-                            .get("datasetUuid")
-                            .and_then(Json::as_str)
-                            .and_then(|u| self.ids.get(u))
-                            .copied();
-                        if let (Some(id), Some(obj)) = (ds, t.as_object_mut()) {
-                            obj.remove("datasetUuid");
-                            obj.insert("datasetId".into(), json!(id));
-                        }
-                    }
-                }
-            }
-        }
+        let charts = remap_dashboard(&mut position, &mut metadata, &self.ids);
         let mut c = Changes::default();
         c.set("uuid", uuid.clone());
         for k in [
@@ -1065,7 +1300,6 @@ impl Importer<'_> {
         let slug = text(doc, "slug");
         if let Value::Text(s) = &slug
             && let Some(other) = self
-                .store
                 .find_id(&DASHBOARD, "slug", Value::Text(s.clone()))
                 .await?
             && Some(other) != existing
@@ -1082,22 +1316,232 @@ impl Importer<'_> {
         if existing.is_none() {
             c.link("owners", self.opts.user.into_iter().collect());
         }
-        if self.dry(&uuid, existing) {
+        let Some(tx) = self.writer(&uuid, existing) else {
+            return Ok(());
+        };
+        let id = cat::save_in(tx, &DASHBOARD, existing, &c, self.opts.user).await?;
+        self.ids.insert(uuid, id);
+        Ok(())
+    }
+
+    async fn saved_query(&mut self, file: &str, doc: &Json) -> Result<(), AssetsError> {
+        let mut problems = Map::new();
+        let Some(doc) = required(doc, &["uuid", "database_uuid"], &mut problems) else {
+            self.problems
+                .insert(file.to_owned(), Json::Object(problems));
+            return Ok(());
+        };
+        let uuid = uuid_of(doc, "uuid");
+        let Some(db) = self.reference(&DATABASE, doc, "database_uuid").await? else {
+            self.problems.insert(
+                file.to_owned(),
+                json!({"database_uuid": ["Database does not exist"]}),
+            );
+            return Ok(());
+        };
+        let (existing, write) = self
+            .target(&SAVED_QUERY, Kind::SavedQuery, file, &uuid)
+            .await?;
+        if !write {
             return Ok(());
         }
-        let id = self
-            .store
-            .save(&DASHBOARD, existing, &c, self.opts.user)
-            .await?;
+        let mut c = Changes::default();
+        c.set("uuid", uuid.clone());
+        c.set("database", db);
+        for k in ["catalog", "schema", "label", "description", "sql"] {
+            c.set(k, text(doc, k));
+        }
+        if existing.is_none() {
+            c.set("user", Value::from(self.opts.user));
+        }
+        let Some(tx) = self.writer(&uuid, existing) else {
+            return Ok(());
+        };
+        let id = cat::save_in(tx, &SAVED_QUERY, existing, &c, self.opts.user).await?;
         self.ids.insert(uuid, id);
+        Ok(())
+    }
+
+    /// Every file, dependencies first. The write phase stops at its first problem: the
+    /// transaction is then rolled back, and on PostgreSQL could not go on anyway.
+    async fn run(&mut self, files: &Files) -> Result<(), AssetsError> {
+        for kind in [
+            Kind::Database,
+            Kind::Dataset,
+            Kind::Chart,
+            Kind::Dashboard,
+            Kind::SavedQuery,
+        ] {
+            for (path, doc) in files.iter().filter(|(p, _)| p.starts_with(kind.folder())) {
+                match kind {
+                    Kind::Database => self.database(path, doc).await?,
+                    Kind::Dataset => self.dataset(path, doc).await?,
+                    Kind::Chart => self.chart(path, doc).await?,
+                    Kind::Dashboard => self.dashboard(path, doc).await?,
+                    _ => self.saved_query(path, doc).await?,
+                }
+                if self.tx.is_some() && !self.problems.is_empty() {
+                    return Ok(());
+                }
+            }
+        }
         Ok(())
     }
 }
 
+/// Superset's `update_id_refs`: the position's charts are resolved by uuid to this server's
+/// ids, and every chart id in the metadata (filter scopes, cross-filter configuration,
+/// native filters) is mapped from the exporting server's id to the new one; ids of charts
+/// the bundle does not hold are dropped. Native filter targets get their `datasetId` back
+/// from `datasetUuid`. Returns the charts the dashboard links to.
+fn remap_dashboard(
+    position: &mut Json,
+    metadata: &mut Json,
+    ids: &BTreeMap<String, i64>,
+) -> Vec<i64> {
+    let mut id_map: BTreeMap<i64, i64> = BTreeMap::new();
+    let mut charts = Vec::new();
+    if let Some(map) = position.as_object_mut() {
+        for node in map.values_mut() {
+            if node["type"] != "CHART" {
+                continue;
+            }
+            let Some(new) = node["meta"]["uuid"]
+                .as_str()
+                .and_then(|u| uuid::Uuid::parse_str(u).ok())
+                .and_then(|u| ids.get(&u.to_string()))
+                .copied()
+            else {
+                continue;
+            };
+            if let Some(old) = node["meta"]["chartId"].as_i64() {
+                id_map.insert(old, new);
+            }
+            node["meta"]["chartId"] = json!(new);
+            if !charts.contains(&new) {
+                charts.push(new);
+            }
+        }
+    }
+    let by_uuid = |s: &str| {
+        uuid::Uuid::parse_str(s)
+            .ok()
+            .and_then(|u| ids.get(&u.to_string()).copied())
+    };
+    // Old chart ids (or, in example-style exports, chart uuids) to new ids; unknown ones go.
+    let remap_list = |list: &mut Json| {
+        if let Some(items) = list.as_array() {
+            let mapped: Vec<Json> = items
+                .iter()
+                .filter_map(|v| match v {
+                    Json::Number(n) => n.as_i64().and_then(|o| id_map.get(&o)).map(|n| json!(n)),
+                    Json::String(s) => by_uuid(s).map(|n| json!(n)),
+                    _ => None,
+                })
+                .collect();
+            *list = Json::Array(mapped);
+        }
+    };
+    let remap_key = |k: &str| k.parse::<i64>().ok().and_then(|o| id_map.get(&o)).copied();
+    let Some(meta) = metadata.as_object_mut() else {
+        return charts;
+    };
+    if let Some(list) = meta.get_mut("timed_refresh_immune_slices") {
+        remap_list(list);
+    }
+    if let Some(Json::Object(scopes)) = meta.get_mut("filter_scopes") {
+        let old = std::mem::take(scopes);
+        for (k, mut columns) in old {
+            if let Some(new) = remap_key(&k) {
+                if let Some(cols) = columns.as_object_mut() {
+                    for attrs in cols.values_mut() {
+                        if let Some(immune) = attrs.get_mut("immune") {
+                            remap_list(immune);
+                        }
+                    }
+                }
+                scopes.insert(new.to_string(), columns);
+            }
+        }
+    }
+    if let Some(Json::Object(expanded)) = meta.get_mut("expanded_slices") {
+        let old = std::mem::take(expanded);
+        for (k, v) in old {
+            if let Some(new) = remap_key(&k) {
+                expanded.insert(new.to_string(), v);
+            }
+        }
+    }
+    if let Some(Json::String(text)) = meta.get_mut("default_filters")
+        && let Ok(Json::Object(old)) = serde_json::from_str::<Json>(text)
+    {
+        let fixed: Map<String, Json> = old
+            .into_iter()
+            .filter_map(|(k, v)| remap_key(&k).map(|n| (n.to_string(), v)))
+            .collect();
+        *text = Json::Object(fixed).to_string();
+    }
+    let scope_of = |cfg: &mut Json| {
+        if let Some(excluded) = cfg.get_mut("scope").and_then(|s| s.get_mut("excluded")) {
+            remap_list(excluded);
+        }
+        if let Some(list) = cfg.get_mut("chartsInScope") {
+            remap_list(list);
+        }
+    };
+    if let Some(filters) = meta
+        .get_mut("native_filter_configuration")
+        .and_then(Json::as_array_mut)
+    {
+        for f in filters {
+            if let Some(targets) = f.get_mut("targets").and_then(Json::as_array_mut) {
+                for t in targets.iter_mut().filter_map(Json::as_object_mut) {
+                    if let Some(Json::String(u)) = t.remove("datasetUuid") {
+                        match by_uuid(&u) {
+                            Some(id) => {
+                                t.insert("datasetId".into(), json!(id));
+                            }
+                            None => {
+                                t.remove("datasetId");
+                            }
+                        }
+                    }
+                }
+            }
+            scope_of(f);
+        }
+    }
+    if let Some(global) = meta.get_mut("global_chart_configuration") {
+        scope_of(global);
+    }
+    if let Some(Json::Object(configs)) = meta.get_mut("chart_configuration") {
+        let old = std::mem::take(configs);
+        for (k, mut cfg) in old {
+            let new = remap_key(&k).or_else(|| by_uuid(&k));
+            let Some(new) = new else {
+                // Superset keeps entries it cannot place only when they are not ids.
+                if k.parse::<i64>().is_err() {
+                    configs.insert(k, cfg);
+                }
+                continue;
+            };
+            if let Some(o) = cfg.as_object_mut() {
+                o.insert("id".into(), json!(new));
+                if let Some(cross) = o.get_mut("crossFilters") {
+                    scope_of(cross);
+                }
+            }
+            configs.insert(new.to_string(), cfg);
+        }
+    }
+    charts
+}
+
 /// Imports a bundle whose top-level kind is `top` (for `Kind::Assets`, everything is
-/// top-level and replaced). Records are matched by uuid. Validation problems of any file
-/// fail the import with every problem listed and nothing written. (Each record is saved in
-/// its own transaction, so only a store failure midway can leave part of a bundle.)
+/// top-level and replaced). Records are matched by uuid. A dry run first validates and
+/// resolves every file, so a refused bundle is answered with all its problems at once; the
+/// writes then run in one store transaction, so a failure midway (a store error, a conflict
+/// with a concurrent write) leaves nothing behind either.
 pub async fn import(
     store: &Store,
     sealer: &Sealer,
@@ -1119,51 +1563,42 @@ pub async fn import(
     if top != Kind::Assets && !files.keys().any(|p| p.starts_with(top.folder())) {
         return Err(AssetsError::NoFiles);
     }
-    // A dry run first finds every problem, so a refused bundle writes nothing.
-    for dry_run in [true, false] {
-        let mut imp = Importer {
-            store,
-            sealer,
-            top,
-            opts,
-            problems: Map::new(),
-            ids: BTreeMap::new(),
-            dry_run,
-            placeholder: 0,
-        };
-        imp.run(files).await?;
-        if !imp.problems.is_empty() {
-            return Err(AssetsError::Invalid {
-                model: top.resource(),
-                problems: imp.problems,
-            });
-        }
+    let invalid = |problems| AssetsError::Invalid {
+        model: top.model(),
+        problems,
+    };
+    let mut dry = Importer {
+        store,
+        tx: None,
+        sealer,
+        top,
+        opts,
+        problems: Map::new(),
+        ids: BTreeMap::new(),
+        placeholder: 0,
+    };
+    dry.run(files).await?;
+    if !dry.problems.is_empty() {
+        return Err(invalid(dry.problems));
     }
+    let tx = store.begin().await?;
+    let mut write = Importer {
+        store,
+        tx: Some(&tx),
+        sealer,
+        top,
+        opts,
+        problems: Map::new(),
+        ids: BTreeMap::new(),
+        placeholder: 0,
+    };
+    write.run(files).await?;
+    if !write.problems.is_empty() {
+        // Dropping the transaction rolls back what this phase wrote.
+        return Err(invalid(write.problems));
+    }
+    tx.commit().await?;
     Ok(())
-}
-
-impl Importer<'_> {
-    /// Every file, dependencies first.
-    async fn run(&mut self, files: &Files) -> Result<(), AssetsError> {
-        let of = |kind: Kind| {
-            files
-                .iter()
-                .filter(move |(p, _)| p.starts_with(kind.folder()))
-        };
-        for (path, doc) in of(Kind::Database) {
-            self.database(path, doc).await?;
-        }
-        for (path, doc) in of(Kind::Dataset) {
-            self.dataset(path, doc).await?;
-        }
-        for (path, doc) in of(Kind::Chart) {
-            self.chart(path, doc).await?;
-        }
-        for (path, doc) in of(Kind::Dashboard) {
-            self.dashboard(path, doc).await?;
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]
@@ -1178,18 +1613,52 @@ mod tests {
     }
 
     #[test]
-    fn bundles_round_trip_through_zip_and_yaml() {
-        let mut files = Files::new();
-        files.insert(
-            "metadata.yaml".into(),
-            json!({"version": "1.0.0", "type": "Slice"}),
+    fn dashboard_ids_are_remapped_by_uuid() {
+        let a = "6129893b-3201-459d-94ff-798229433b5e";
+        let b = "10350968-fb2d-402b-b171-88aadb2ee4c7";
+        let ds = "50ba8b78-a2e0-4731-a426-65974f2b8e49";
+        let ids: BTreeMap<String, i64> =
+            [(a.to_owned(), 7), (b.to_owned(), 8), (ds.to_owned(), 3)].into();
+        let mut position = json!({
+            "CHART-a": {"type": "CHART", "meta": {"chartId": 46, "uuid": a}},
+            "CHART-b": {"type": "CHART", "meta": {"chartId": 48, "uuid": b.to_uppercase()}},
+            "CHART-x": {"type": "CHART", "meta": {"chartId": 99, "uuid": "00000000-0000-0000-0000-000000000001"}},
+        });
+        let mut metadata = json!({
+            "timed_refresh_immune_slices": [46, 99],
+            "expanded_slices": {"48": true},
+            "filter_scopes": {"46": {"region": {"scope": ["ROOT_ID"], "immune": [48, 99]}}},
+            "default_filters": "{\"46\": {\"region\": [\"north\"]}}",
+            "native_filter_configuration": [{
+                "targets": [{"datasetUuid": ds, "column": {"name": "region"}}],
+                "scope": {"rootPath": ["ROOT_ID"], "excluded": [48]},
+                "chartsInScope": [46, 99],
+            }],
+            "global_chart_configuration": {"scope": {"excluded": [46]}, "chartsInScope": [48]},
+            "chart_configuration": {"46": {"id": 46, "crossFilters": {"chartsInScope": [48]}}, "99": {}},
+        });
+        let charts = remap_dashboard(&mut position, &mut metadata, &ids);
+        assert_eq!(charts, vec![7, 8]);
+        assert_eq!(position["CHART-a"]["meta"]["chartId"], 7);
+        assert_eq!(
+            position["CHART-x"]["meta"]["chartId"], 99,
+            "unknown uuids stay"
         );
-        files.insert(
-            "charts/a_1.yaml".into(),
-            json!({"slice_name": "a", "params": {"x": [1, 2]}}),
+        assert_eq!(
+            metadata,
+            json!({
+                "timed_refresh_immune_slices": [7],
+                "expanded_slices": {"8": true},
+                "filter_scopes": {"7": {"region": {"scope": ["ROOT_ID"], "immune": [8]}}},
+                "default_filters": "{\"7\":{\"region\":[\"north\"]}}",
+                "native_filter_configuration": [{
+                    "targets": [{"column": {"name": "region"}, "datasetId": 3}],
+                    "scope": {"rootPath": ["ROOT_ID"], "excluded": [8]},
+                    "chartsInScope": [7],
+                }],
+                "global_chart_configuration": {"scope": {"excluded": [7]}, "chartsInScope": [8]},
+                "chart_configuration": {"7": {"id": 7, "crossFilters": {"chartsInScope": [8]}}},
+            })
         );
-        let zip = write_zip("chart_export_x", &files).unwrap();
-        assert_eq!(read_zip(&zip).unwrap(), files);
-        assert!(matches!(read_zip(b"not a zip"), Err(AssetsError::NotZip)));
     }
 }

@@ -40,6 +40,7 @@ import sys
 import tempfile
 import traceback
 import uuid
+import zipfile
 from contextlib import contextmanager
 from typing import Any, Callable, Dict, Iterator, List, Optional
 
@@ -159,6 +160,7 @@ def run_superset_api_client() -> None:
     from supersetapiclient.dashboards import Dashboard
     from supersetapiclient.databases import Database
     from supersetapiclient.datasets import Dataset
+    from supersetapiclient.exceptions import ComplexBadRequestError
 
     r = Run("superset-api-client")
     tag = f"liteset-sac-{SUFFIX}"
@@ -329,6 +331,60 @@ def run_superset_api_client() -> None:
               f"GET chart/{chart_id} dashboards={chart_now.dashboards!r}")
         charts = dash_now.get_charts()  # find_one(slice_name=...) per chart name
         check([c.id for c in charts] == [chart_id], f"Dashboard.get_charts() -> {charts!r}")
+
+    # -- bundles --------------------------------------------------------------------------
+    work = tempfile.mkdtemp(prefix="liteset-sac-")
+    try:
+        bundle = os.path.join(work, "dashboard.zip")
+        with r.step("dashboard export (Dashboard.export: GET dashboard/export/?q=[id])"):
+            got_dash = client.dashboards.get(dash_id)
+            got_dash.export(bundle)
+            with zipfile.ZipFile(bundle) as zf:
+                names = zf.namelist()
+                roots = {n.split("/", 1)[0] for n in names}
+                check(len(roots) == 1 and next(iter(roots)).startswith("dashboard_export_"),
+                      f"one root folder dashboard_export_<ts>: {sorted(roots)}")
+                inner = sorted(n.split("/", 1)[1] for n in names)
+                for folder in ("dashboards/", "charts/", "datasets/", "databases/"):
+                    check(any(n.startswith(folder) for n in inner), f"no {folder} in {inner}")
+                check("metadata.yaml" in inner, f"no metadata.yaml in {inner}")
+                dash_file = next(n for n in names if "/dashboards/" in n)
+                check(f"slug: {slug}" in zf.read(dash_file).decode(), "dashboard YAML lacks its slug")
+
+        with r.step("dashboard import without overwrite: 422 naming the file "
+                    "(import_file: POST dashboard/import/)"):
+            try:
+                client.dashboards.import_file(bundle)
+                check(False, "re-importing an existing dashboard without overwrite succeeded")
+            except ComplexBadRequestError as exc:
+                check(exc.response.status_code == 422, f"status {exc.response.status_code}")
+                extra = exc.errors[0].get("extra", {})
+                check(any(k.startswith("dashboards/") and "overwrite=true" in str(v)
+                          for k, v in extra.items()), f"errors[0].extra: {extra!r}")
+
+        with r.step("dashboard import_file(overwrite=True): replaced in place by uuid"):
+            check(client.dashboards.import_file(bundle, overwrite=True) is True,
+                  "import_file did not answer {'message': 'OK'}")
+            found = client.dashboards.find(slug=slug)
+            check([d.id for d in found] == [dash_id],
+                  f"after overwrite find(slug) -> {[d.id for d in found]}, expected [{dash_id}]")
+
+        with r.step("delete dashboard and chart, import_file again: both come back linked"):
+            client.dashboards.delete(dash_id)
+            client.charts.delete(chart_id)
+            check(client.dashboards.find(slug=slug) == [], "dashboard not deleted")
+            check(client.dashboards.import_file(bundle) is True,
+                  "import_file did not answer {'message': 'OK'}")
+            back = client.dashboards.find_one(slug=slug)
+            check(back.id != dash_id, "a deleted dashboard came back with its old id")
+            back = client.dashboards.get(back.id)
+            check(back.dashboard_title == dash_title, f"title {back.dashboard_title!r}")
+            check(chart_name in back.charts, f"imported dashboard charts={back.charts!r}")
+            chart_back = client.charts.find_one(slice_name=chart_name)
+            check(chart_back.datasource_id == ds_id,
+                  f"imported chart datasource_id {chart_back.datasource_id!r}, expected {ds_id}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------------------------

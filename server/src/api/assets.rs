@@ -29,9 +29,8 @@ pub enum ZipFile {
     ),
 }
 
-/// The multipart form of an import. Other fields (`ssh_tunnel_*`, `sparse`) are accepted and
-/// ignored: SSH tunnels are not supported and every import here is complete.
-#[derive(Debug, Multipart)]
+/// The multipart form of an import. Not `Debug`: it carries passwords.
+#[derive(Multipart)]
 pub struct ImportForm {
     /// The bundle (`/<resource>/import/`).
     #[oai(rename = "formData")]
@@ -42,6 +41,16 @@ pub struct ImportForm {
     overwrite: Option<String>,
     /// JSON `{"databases/x.yaml": "password"}` for masked URIs.
     passwords: Option<String>,
+    /// Accepted and ignored: SSH tunnels are not supported, and a bundle whose database
+    /// needs one is refused with a message saying so (422, `ssh_tunnel`).
+    ssh_tunnel_passwords: Option<String>,
+    /// Accepted and ignored, as `ssh_tunnel_passwords`.
+    ssh_tunnel_private_keys: Option<String>,
+    /// Accepted and ignored, as `ssh_tunnel_passwords`.
+    ssh_tunnel_private_key_passwords: Option<String>,
+    /// Accepted and ignored: every import here is complete (`/assets/import/`).
+    #[oai(rename = "sparse")]
+    _sparse: Option<String>,
 }
 
 /// `GET /<resource>/export/?q=!(ids)`: the ids must already be checked against the user's
@@ -97,9 +106,9 @@ pub async fn import(
     state: &AppState,
     kind: Kind,
     user: i64,
-    form: ImportForm,
+    mut form: ImportForm,
 ) -> Result<JsonValue, ApiError> {
-    let Some(upload) = form.form_data.or(form.bundle) else {
+    let Some(upload) = form.form_data.take().or(form.bundle.take()) else {
         return Err(ApiError::bad_request("Arguments are not correct"));
     };
     let bytes = upload
@@ -120,11 +129,27 @@ pub async fn import(
         passwords,
         user: Some(user),
     };
-    let files = assets::read_zip(&bytes)?;
+    let tunnels = [
+        &form.ssh_tunnel_passwords,
+        &form.ssh_tunnel_private_keys,
+        &form.ssh_tunnel_private_key_passwords,
+    ];
+    if tunnels
+        .iter()
+        .any(|f| f.as_deref().is_some_and(|v| !matches!(v.trim(), "" | "{}")))
+    {
+        // Without an `ssh_tunnel` in a database file they cannot apply to anything; with
+        // one, the import is refused below with a message naming the file.
+        tracing::info!("ssh_tunnel_* import fields ignored: SSH tunnels are not supported");
+    }
+    let started = std::time::Instant::now();
+    let files = assets::read_zip(&bytes, kind)?;
     assets::import(&state.store, &state.sealer, kind, &files, &opts).await?;
     tracing::info!(
         kind = kind.resource(),
         files = files.len(),
+        bytes = bytes.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
         "bundle imported"
     );
     Ok(Json(json!({"message": "OK"})))

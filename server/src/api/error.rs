@@ -478,7 +478,25 @@ impl From<crate::assets::AssetsError> for ApiError {
                     Value::Object(problems),
                 )
             }
+            // A hostile or malformed upload is the client's error (400), whereas Superset
+            // raises these as 500s or answers them with its validation 422.
+            E::Unsafe(message) => ApiError::sip40(
+                StatusCode::BAD_REQUEST,
+                "GENERIC_BACKEND_ERROR",
+                message,
+                json!({}),
+            ),
+            E::Malformed { model, problems } => {
+                let summary = problems.keys().cloned().collect::<Vec<_>>().join(", ");
+                ApiError::sip40(
+                    StatusCode::BAD_REQUEST,
+                    "GENERIC_COMMAND_ERROR",
+                    format!("Error importing {model}: {summary}"),
+                    Value::Object(problems),
+                )
+            }
             E::NotFound => ApiError::not_found(),
+            e @ E::Write(_) => ApiError::internal(&e),
             E::Store(s) => s.into(),
         }
     }

@@ -73,9 +73,10 @@ pub async fn strip_trailing_slash<E: Endpoint>(
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
-/// Refuses a declared body larger than the limit before anything reads it; bodies without a
-/// length are bounded where they are read.
-pub async fn limit_body<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Response> {
+/// Refuses a declared body larger than the limit before anything reads it. A body without a
+/// declared length (chunked) is read here up to the limit and handed on from memory, so no
+/// extractor (multipart spools uploads to temporary files) can be fed an unbounded one.
+pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
     let state = extract::state(&req)?;
     // Plugin uploads have their own cap: a component is routinely larger than any JSON body.
     let limit = if req.uri().path().starts_with("/api/v1/plugin") {
@@ -90,11 +91,14 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<R
         .and_then(|v| v.parse::<u64>().ok());
     if declared.is_some_and(|n| n > limit) {
         tracing::info!(message = "Refused an oversized body.", declared, limit);
-        let mut req = req;
         extract::drain(req.take_body()).await;
         return Err(
             ApiError::bad_request(format!("Request payload is larger than {limit} bytes")).into(),
         );
+    }
+    if declared.is_none() {
+        let body = extract::read_limited(req.take_body(), limit).await?;
+        req.set_body(body);
     }
     ep.call(req).await.map(IntoResponse::into_response)
 }

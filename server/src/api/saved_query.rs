@@ -10,6 +10,7 @@ use poem_openapi::param::{Path, Query};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
+use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::listquery;
@@ -17,6 +18,7 @@ use super::resource::{
     self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, humanize,
 };
 use crate::app::AppState;
+use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::store::Value;
@@ -379,6 +381,27 @@ impl SavedQueryApi {
         Ok(poem_openapi::payload::Json(
             json!({"message": format!("Deleted {n} {noun}")}),
         ))
+    }
+
+    /// Export as a bundle (each query with its database).
+    #[oai(path = "/export", method = "get", operation_id = "saved_query_export")]
+    async fn export(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+        token: Query<Option<String>>,
+    ) -> Result<ZipFile, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
+        let ids =
+            assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope(&user)).await?;
+        assets::export(&self.state, Kind::SavedQuery, &ids, token.0).await
+    }
+
+    /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
+    #[oai(path = "/import", method = "post", operation_id = "saved_query_import")]
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        assets::import(&self.state, Kind::SavedQuery, user.user.id, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.

@@ -4,7 +4,7 @@
 
 use chrono::Utc;
 
-use super::db::{Executor, Value};
+use super::db::{Executor, Tx, Value};
 use super::model::{self, Field, Kind, Model, Pred};
 use super::{Error, Result, Store};
 use crate::params;
@@ -637,6 +637,81 @@ async fn write_record(
     Ok(id)
 }
 
+/// [`Store::save`] inside the caller's transaction.
+pub async fn save_in(
+    tx: &Tx,
+    model: &Model,
+    id: Option<i64>,
+    changes: &Changes,
+    user: Option<i64>,
+) -> Result<i64> {
+    write_record(tx, model, id, changes, user).await
+}
+
+/// [`Store::save_database`] inside the caller's transaction.
+pub async fn save_database_in(
+    tx: &Tx,
+    id: Option<i64>,
+    changes: &Changes,
+    password: Option<Option<Vec<u8>>>,
+    user: Option<i64>,
+) -> Result<i64> {
+    let old_name: Option<String> = match id {
+        Some(id) => Some(
+            tx.query_one("SELECT database_name FROM dbs WHERE id = $1", params![id])
+                .await?
+                .get("database_name")?,
+        ),
+        None => None,
+    };
+    let id = write_record(tx, &DATABASE, id, changes, user).await?;
+    if let Some(pw) = password {
+        tx.execute(
+            "UPDATE dbs SET password = $1 WHERE id = $2",
+            vec![pw.map_or(Value::Null, Value::Bytes), Value::Int(id)],
+        )
+        .await?;
+    }
+    let name: String = tx
+        .query_one("SELECT database_name FROM dbs WHERE id = $1", params![id])
+        .await?
+        .get("database_name")?;
+    let view = database_perm(&name, id);
+    match old_name {
+        Some(old) if old != name => {
+            rename_view(tx, &database_perm(&old, id), &view).await?;
+            let datasets = tx
+                .query("SELECT id FROM tables WHERE database_id = $1", params![id])
+                .await?;
+            for r in datasets {
+                refresh_dataset_perms(tx, r.get("id")?).await?;
+            }
+        }
+        _ => ensure_pvm(tx, "database_access", &view).await.map(|_| ())?,
+    }
+    Ok(id)
+}
+
+/// [`Store::save_dataset`] inside the caller's transaction.
+pub async fn save_dataset_in(
+    tx: &Tx,
+    id: Option<i64>,
+    changes: &Changes,
+    columns: Option<&[ChildWrite]>,
+    metrics: Option<&[ChildWrite]>,
+    user: Option<i64>,
+) -> Result<i64> {
+    let id = write_record(tx, &DATASET, id, changes, user).await?;
+    if let Some(columns) = columns {
+        replace_children(tx, &DATASET_COLUMN, id, columns).await?;
+    }
+    if let Some(metrics) = metrics {
+        replace_children(tx, &DATASET_METRIC, id, metrics).await?;
+    }
+    refresh_dataset_perms(tx, id).await?;
+    Ok(id)
+}
+
 impl Store {
     /// Creates (`id` None) or updates a record of any catalog model in one transaction,
     /// stamping timestamps, uuid and the acting user.
@@ -648,9 +723,16 @@ impl Store {
         user: Option<i64>,
     ) -> Result<i64> {
         let tx = self.db().begin().await?;
-        let id = write_record(&tx, model, id, changes, user).await?;
+        let id = save_in(&tx, model, id, changes, user).await?;
         tx.commit().await?;
         Ok(id)
+    }
+
+    /// Starts a transaction for a write that spans many records (a bundle import): pass it
+    /// to the `*_in` functions, which then see each other's rows; nothing is visible to
+    /// anyone else before `commit`, and dropping it undoes everything.
+    pub async fn begin(&self) -> Result<Tx> {
+        self.db().begin().await
     }
 
     /// Deletes records; returns how many existed.
@@ -681,41 +763,7 @@ impl Store {
         user: Option<i64>,
     ) -> Result<i64> {
         let tx = self.db().begin().await?;
-        let old_name: Option<String> = match id {
-            Some(id) => Some(
-                tx.query_one("SELECT database_name FROM dbs WHERE id = $1", params![id])
-                    .await?
-                    .get("database_name")?,
-            ),
-            None => None,
-        };
-        let id = write_record(&tx, &DATABASE, id, changes, user).await?;
-        if let Some(pw) = password {
-            tx.execute(
-                "UPDATE dbs SET password = $1 WHERE id = $2",
-                vec![pw.map_or(Value::Null, Value::Bytes), Value::Int(id)],
-            )
-            .await?;
-        }
-        let name: String = tx
-            .query_one("SELECT database_name FROM dbs WHERE id = $1", params![id])
-            .await?
-            .get("database_name")?;
-        let view = database_perm(&name, id);
-        match old_name {
-            Some(old) if old != name => {
-                rename_view(&tx, &database_perm(&old, id), &view).await?;
-                let datasets = tx
-                    .query("SELECT id FROM tables WHERE database_id = $1", params![id])
-                    .await?;
-                for r in datasets {
-                    refresh_dataset_perms(&tx, r.get("id")?).await?;
-                }
-            }
-            _ => ensure_pvm(&tx, "database_access", &view)
-                .await
-                .map(|_| ())?,
-        }
+        let id = save_database_in(&tx, id, changes, password, user).await?;
         tx.commit().await?;
         Ok(id)
     }
@@ -765,14 +813,7 @@ impl Store {
         user: Option<i64>,
     ) -> Result<i64> {
         let tx = self.db().begin().await?;
-        let id = write_record(&tx, &DATASET, id, changes, user).await?;
-        if let Some(columns) = columns {
-            replace_children(&tx, &DATASET_COLUMN, id, columns).await?;
-        }
-        if let Some(metrics) = metrics {
-            replace_children(&tx, &DATASET_METRIC, id, metrics).await?;
-        }
-        refresh_dataset_perms(&tx, id).await?;
+        let id = save_dataset_in(&tx, id, changes, columns, metrics, user).await?;
         tx.commit().await?;
         Ok(id)
     }

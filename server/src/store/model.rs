@@ -378,6 +378,216 @@ fn where_clause(pred: &Pred) -> (String, Vec<Value>) {
     (sql, params)
 }
 
+// The reads below take any executor, so a multi-record write (a bundle import) sees its
+// own uncommitted rows through its transaction; `Store`'s methods run them on the pool.
+
+/// The total count of rows matching `pred`, and the ids of one ordered page of them.
+pub async fn list_ids_in(
+    ex: &impl Executor,
+    model: &Model,
+    pred: &Pred,
+    order: Option<Order<'_>>,
+    page: Option<Page>,
+) -> Result<(i64, Vec<i64>)> {
+    let (cond, params) = where_clause(pred);
+    let table = model.table;
+    let count: i64 = ex
+        .query_one(
+            &format!("SELECT COUNT(*) AS n FROM {table} t WHERE {cond}"),
+            params.clone(),
+        )
+        .await?
+        .get("n")?;
+    let mut sql = format!("SELECT t.id AS id FROM {table} t WHERE {cond} ORDER BY ");
+    if let Some(o) = order {
+        let dir = if o.desc { "DESC" } else { "ASC" };
+        let _ = write!(sql, "{} {dir}, ", model.expr(o.field)?);
+    }
+    sql.push_str("t.id ASC");
+    if let Some(p) = page {
+        let _ = write!(
+            sql,
+            " LIMIT {} OFFSET {}",
+            p.size,
+            p.index.saturating_mul(p.size)
+        );
+    }
+    let ids = ex
+        .query(&sql, params)
+        .await?
+        .iter()
+        .map(|r| r.get("id"))
+        .collect::<Result<Vec<i64>>>()?;
+    Ok((count, ids))
+}
+
+/// Whether a row with this id matches `pred`.
+pub async fn matches_in(ex: &impl Executor, model: &Model, id: i64, pred: &Pred) -> Result<bool> {
+    let p = Pred::And(vec![
+        Pred::sql("t.id = ?", vec![Value::Int(id)]),
+        pred.clone(),
+    ]);
+    Ok(list_ids_in(ex, model, &p, None, None).await?.0 > 0)
+}
+
+/// Loads the records with these ids (in the given order; missing ids are skipped) with
+/// every scalar field and the named relations.
+pub async fn load_in(
+    ex: &impl Executor,
+    model: &'static Model,
+    ids: &[i64],
+    relations: &[&str],
+) -> Result<Vec<Record>> {
+    if ids.is_empty() {
+        return Ok(vec![]);
+    }
+    let mut cols = vec!["t.id AS id".to_owned()];
+    for (name, field) in model.fields {
+        match field {
+            Field::Column { col, .. } => {
+                cols.push(format!("t.{} AS \"{name}\"", quote(col)));
+            }
+            // Row-local expressions are loaded too; dotted ones (`changed_by.first_name`)
+            // exist for filtering and ordering and come with the relation instead.
+            Field::Computed { sql, .. } if !name.contains('.') => {
+                cols.push(format!("{sql} AS \"{name}\""));
+            }
+            Field::ToOne { fk, .. } => cols.push(format!("t.{fk} AS \"{name}__fk\"")),
+            _ => {}
+        }
+    }
+    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "SELECT {} FROM {} t WHERE t.id IN ({})",
+        cols.join(", "),
+        model.table,
+        marks.join(", ")
+    );
+    let rows = ex
+        .query(&sql, ids.iter().map(|i| Value::Int(*i)).collect())
+        .await?;
+    let mut by_id: HashMap<i64, Record> = HashMap::new();
+    let mut fks: HashMap<&'static str, HashMap<i64, i64>> = HashMap::new();
+    for row in &rows {
+        let rec = decode_row(model, row, &mut fks)?;
+        by_id.insert(rec.id, rec);
+    }
+    // To-one relations with the same target (created_by, changed_by, last_saved_by: all
+    // users) are loaded with one statement per target, not one per relation.
+    let mut shared: Vec<(&'static Model, HashMap<i64, Record>)> = Vec::new();
+    for rel in relations {
+        if let Some(Field::ToOne { target, .. }) = model.field(rel) {
+            let wanted: BTreeSet<i64> = fks
+                .iter()
+                .filter(|(n, _)| match model.field(n) {
+                    Some(Field::ToOne { target: t, .. }) => {
+                        std::ptr::eq(*t, *target) && relations.contains(n)
+                    }
+                    _ => false,
+                })
+                .flat_map(|(_, m)| m.values().copied())
+                .collect();
+            if shared.iter().any(|(t, _)| std::ptr::eq(*t, *target)) {
+                continue;
+            }
+            let wanted: Vec<i64> = wanted.into_iter().collect();
+            let loaded = Box::pin(load_in(ex, target, &wanted, &[])).await?;
+            shared.push((target, loaded.into_iter().map(|r| (r.id, r)).collect()));
+        }
+    }
+    for rel in relations {
+        let Some(field) = model.field(rel) else {
+            return Err(unknown(model, rel));
+        };
+        let name = model
+            .fields
+            .iter()
+            .find(|(n, _)| n == rel)
+            .map_or("", |(n, _)| *n);
+        match field {
+            Field::ToOne { target, .. } => {
+                let map = fks.remove(name).unwrap_or_default();
+                let Some((_, targets)) = shared.iter().find(|(t, _)| std::ptr::eq(*t, *target))
+                else {
+                    continue;
+                };
+                for (id, fk) in map {
+                    if let (Some(rec), Some(t)) = (by_id.get_mut(&id), targets.get(&fk)) {
+                        rec.relations.insert(name, vec![t.clone()]);
+                    }
+                }
+            }
+            Field::ToMany {
+                link,
+                own,
+                other,
+                target,
+            } => {
+                let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
+                let pairs = ex
+                    .query(
+                        &format!(
+                            "SELECT {own} AS own, {other} AS other FROM {link} \
+                             WHERE {own} IN ({}) ORDER BY id",
+                            marks.join(", ")
+                        ),
+                        ids.iter().map(|i| Value::Int(*i)).collect(),
+                    )
+                    .await?;
+                let pairs: Vec<(i64, i64)> = pairs
+                    .iter()
+                    .map(|r| Ok((r.get("own")?, r.get("other")?)))
+                    .collect::<Result<_>>()?;
+                let wanted: BTreeSet<i64> = pairs.iter().map(|p| p.1).collect();
+                let wanted: Vec<i64> = wanted.into_iter().collect();
+                let targets = Box::pin(load_in(ex, target, &wanted, &[])).await?;
+                let targets: HashMap<i64, Record> =
+                    targets.into_iter().map(|r| (r.id, r)).collect();
+                for rec in by_id.values_mut() {
+                    rec.relations.insert(name, vec![]);
+                }
+                for (own_id, other_id) in pairs {
+                    if let (Some(rec), Some(t)) = (by_id.get_mut(&own_id), targets.get(&other_id)) {
+                        rec.relations.entry(name).or_default().push(t.clone());
+                    }
+                }
+            }
+            _ => return Err(unknown(model, rel)),
+        }
+    }
+    Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+}
+
+/// Loads one record, or `NotFound`.
+pub async fn load_one_in(
+    ex: &impl Executor,
+    model: &'static Model,
+    id: i64,
+    relations: &[&str],
+) -> Result<Record> {
+    load_in(ex, model, &[id], relations)
+        .await?
+        .pop()
+        .ok_or(Error::NotFound)
+}
+
+/// The id of the row whose scalar `field` equals `value`, if any.
+pub async fn find_id_in(
+    ex: &impl Executor,
+    model: &Model,
+    field: &str,
+    value: Value,
+) -> Result<Option<i64>> {
+    let p = Pred::field(model, field, Op::Eq, value)?;
+    Ok(
+        list_ids_in(ex, model, &p, None, Some(Page { index: 0, size: 1 }))
+            .await?
+            .1
+            .first()
+            .copied(),
+    )
+}
+
 impl Store {
     /// The total count of rows matching `pred`, and the ids of one ordered page of them.
     pub async fn list_ids(
@@ -387,47 +597,12 @@ impl Store {
         order: Option<Order<'_>>,
         page: Option<Page>,
     ) -> Result<(i64, Vec<i64>)> {
-        let (cond, params) = where_clause(pred);
-        let table = model.table;
-        let count: i64 = self
-            .db()
-            .query_one(
-                &format!("SELECT COUNT(*) AS n FROM {table} t WHERE {cond}"),
-                params.clone(),
-            )
-            .await?
-            .get("n")?;
-        let mut sql = format!("SELECT t.id AS id FROM {table} t WHERE {cond} ORDER BY ");
-        if let Some(o) = order {
-            let dir = if o.desc { "DESC" } else { "ASC" };
-            let _ = write!(sql, "{} {dir}, ", model.expr(o.field)?);
-        }
-        sql.push_str("t.id ASC");
-        if let Some(p) = page {
-            let _ = write!(
-                sql,
-                " LIMIT {} OFFSET {}",
-                p.size,
-                p.index.saturating_mul(p.size)
-            );
-        }
-        let ids = self
-            .db()
-            .query(&sql, params)
-            .await?
-            .iter()
-            .map(|r| r.get("id"))
-            .collect::<Result<Vec<i64>>>()?;
-        Ok((count, ids))
+        list_ids_in(self.db(), model, pred, order, page).await
     }
 
     /// Whether a row with this id matches `pred`.
     pub async fn matches(&self, model: &Model, id: i64, pred: &Pred) -> Result<bool> {
-        let p = Pred::And(vec![
-            Pred::sql("t.id = ?", vec![Value::Int(id)]),
-            pred.clone(),
-        ]);
-        Ok(self.list_ids(model, &p, None, None).await?.0 > 0)
+        matches_in(self.db(), model, id, pred).await
     }
 
     /// Loads the records with these ids (in the given order; missing ids are skipped) with
@@ -438,128 +613,7 @@ impl Store {
         ids: &[i64],
         relations: &[&str],
     ) -> Result<Vec<Record>> {
-        if ids.is_empty() {
-            return Ok(vec![]);
-        }
-        let mut cols = vec!["t.id AS id".to_owned()];
-        for (name, field) in model.fields {
-            match field {
-                Field::Column { col, .. } => {
-                    cols.push(format!("t.{} AS \"{name}\"", quote(col)));
-                }
-                // Row-local expressions are loaded too; dotted ones (`changed_by.first_name`)
-                // exist for filtering and ordering and come with the relation instead.
-                Field::Computed { sql, .. } if !name.contains('.') => {
-                    cols.push(format!("{sql} AS \"{name}\""));
-                }
-                Field::ToOne { fk, .. } => cols.push(format!("t.{fk} AS \"{name}__fk\"")),
-                _ => {}
-            }
-        }
-        let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "SELECT {} FROM {} t WHERE t.id IN ({})",
-            cols.join(", "),
-            model.table,
-            marks.join(", ")
-        );
-        let rows = self
-            .db()
-            .query(&sql, ids.iter().map(|i| Value::Int(*i)).collect())
-            .await?;
-        let mut by_id: HashMap<i64, Record> = HashMap::new();
-        let mut fks: HashMap<&'static str, HashMap<i64, i64>> = HashMap::new();
-        for row in &rows {
-            let rec = decode_row(model, row, &mut fks)?;
-            by_id.insert(rec.id, rec);
-        }
-        // To-one relations with the same target (created_by, changed_by, last_saved_by: all
-        // users) are loaded with one statement per target, not one per relation.
-        let mut shared: Vec<(&'static Model, HashMap<i64, Record>)> = Vec::new();
-        for rel in relations {
-            if let Some(Field::ToOne { target, .. }) = model.field(rel) {
-                let wanted: BTreeSet<i64> = fks
-                    .iter()
-                    .filter(|(n, _)| match model.field(n) {
-                        Some(Field::ToOne { target: t, .. }) => {
-                            std::ptr::eq(*t, *target) && relations.contains(n)
-                        }
-                        _ => false,
-                    })
-                    .flat_map(|(_, m)| m.values().copied())
-                    .collect();
-                if shared.iter().any(|(t, _)| std::ptr::eq(*t, *target)) {
-                    continue;
-                }
-                let wanted: Vec<i64> = wanted.into_iter().collect();
-                let loaded = Box::pin(self.load(target, &wanted, &[])).await?;
-                shared.push((target, loaded.into_iter().map(|r| (r.id, r)).collect()));
-            }
-        }
-        for rel in relations {
-            let Some(field) = model.field(rel) else {
-                return Err(unknown(model, rel));
-            };
-            let name = model
-                .fields
-                .iter()
-                .find(|(n, _)| n == rel)
-                .map_or("", |(n, _)| *n);
-            match field {
-                Field::ToOne { target, .. } => {
-                    let map = fks.remove(name).unwrap_or_default();
-                    let Some((_, targets)) = shared.iter().find(|(t, _)| std::ptr::eq(*t, *target))
-                    else {
-                        continue;
-                    };
-                    for (id, fk) in map {
-                        if let (Some(rec), Some(t)) = (by_id.get_mut(&id), targets.get(&fk)) {
-                            rec.relations.insert(name, vec![t.clone()]);
-                        }
-                    }
-                }
-                Field::ToMany {
-                    link,
-                    own,
-                    other,
-                    target,
-                } => {
-                    let marks: Vec<String> = (1..=ids.len()).map(|i| format!("${i}")).collect();
-                    let pairs = self
-                        .db()
-                        .query(
-                            &format!(
-                                "SELECT {own} AS own, {other} AS other FROM {link} \
-                                 WHERE {own} IN ({}) ORDER BY id",
-                                marks.join(", ")
-                            ),
-                            ids.iter().map(|i| Value::Int(*i)).collect(),
-                        )
-                        .await?;
-                    let pairs: Vec<(i64, i64)> = pairs
-                        .iter()
-                        .map(|r| Ok((r.get("own")?, r.get("other")?)))
-                        .collect::<Result<_>>()?;
-                    let wanted: BTreeSet<i64> = pairs.iter().map(|p| p.1).collect();
-                    let wanted: Vec<i64> = wanted.into_iter().collect();
-                    let targets = Box::pin(self.load(target, &wanted, &[])).await?;
-                    let targets: HashMap<i64, Record> =
-                        targets.into_iter().map(|r| (r.id, r)).collect();
-                    for rec in by_id.values_mut() {
-                        rec.relations.insert(name, vec![]);
-                    }
-                    for (own_id, other_id) in pairs {
-                        if let (Some(rec), Some(t)) =
-                            (by_id.get_mut(&own_id), targets.get(&other_id))
-                        {
-                            rec.relations.entry(name).or_default().push(t.clone());
-                        }
-                    }
-                }
-                _ => return Err(unknown(model, rel)),
-            }
-        }
-        Ok(ids.iter().filter_map(|id| by_id.remove(id)).collect())
+        load_in(self.db(), model, ids, relations).await
     }
 
     /// Loads one record, or `NotFound`.
@@ -569,21 +623,12 @@ impl Store {
         id: i64,
         relations: &[&str],
     ) -> Result<Record> {
-        self.load(model, &[id], relations)
-            .await?
-            .pop()
-            .ok_or(Error::NotFound)
+        load_one_in(self.db(), model, id, relations).await
     }
 
     /// The id of the row whose scalar `field` equals `value`, if any.
     pub async fn find_id(&self, model: &Model, field: &str, value: Value) -> Result<Option<i64>> {
-        let p = Pred::field(model, field, Op::Eq, value)?;
-        Ok(self
-            .list_ids(model, &p, None, Some(Page { index: 0, size: 1 }))
-            .await?
-            .1
-            .first()
-            .copied())
+        find_id_in(self.db(), model, field, value).await
     }
 
     /// Distinct non-null values of a text field starting with `prefix` (case-insensitive)
