@@ -127,10 +127,18 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
             c["slice_name"].as_str().expect("name"),
         );
         let started = std::time::Instant::now();
-        let text = svg(&api, &format!("/api/v1/chart/{id}/render.svg?width=640&height=360")).await;
+        let text = svg(
+            &api,
+            &format!("/api/v1/chart/{id}/render.svg?width=640&height=360"),
+        )
+        .await;
         let svg_ms = started.elapsed().as_millis();
         let drawn = parse(&text);
-        assert_eq!((drawn.width.as_str(), drawn.height.as_str()), ("640", "360"), "{viz}");
+        assert_eq!(
+            (drawn.width.as_str(), drawn.height.as_str()),
+            ("640", "360"),
+            "{viz}"
+        );
         assert_eq!(drawn.title, name, "{viz}: {text}");
         match viz {
             "echarts_timeseries_line" => {
@@ -146,7 +154,10 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
             }
             "table" => {
                 for header in ["region", "Revenue", "COUNT(*)"] {
-                    assert!(drawn.texts.iter().any(|t| t == header), "{header}: {drawn:?}");
+                    assert!(
+                        drawn.texts.iter().any(|t| t == header),
+                        "{header}: {drawn:?}"
+                    );
                 }
                 assert!(drawn.texts.iter().any(|t| t == "North"), "{drawn:?}");
             }
@@ -159,12 +170,24 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
             other => panic!("unexpected example chart {other}"),
         }
         let started = std::time::Instant::now();
-        let (s, h, png) = fetch(&api, &format!("/api/v1/chart/{id}/render.png?width=640&height=360")).await;
+        let (s, h, png) = fetch(
+            &api,
+            &format!("/api/v1/chart/{id}/render.png?width=640&height=360"),
+        )
+        .await;
         let png_ms = started.elapsed().as_millis();
-        assert_eq!(s, StatusCode::OK, "{viz}: {}", String::from_utf8_lossy(&png));
+        assert_eq!(
+            s,
+            StatusCode::OK,
+            "{viz}: {}",
+            String::from_utf8_lossy(&png)
+        );
         assert_eq!(h["content-type"], "image/png");
         assert_eq!(png_size(&png), (640, 360), "{viz}");
-        println!("{viz}: svg {svg_ms} ms, png (svg cached) {png_ms} ms, {} bytes", png.len());
+        println!(
+            "{viz}: svg {svg_ms} ms, png (svg cached) {png_ms} ms, {} bytes",
+            png.len()
+        );
 
         // Thumbnails: the current digest answers 800×600 PNG, another one redirects to it.
         let thumb = c["thumbnail_url"].as_str().expect("thumbnail_url");
@@ -189,13 +212,23 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
     let (s, _, body) = fetch(&api, &format!("/api/v1/chart/{id}/render.svg?width=5")).await;
     let body: Value = serde_json::from_slice(&body).expect("json");
     assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
-    assert!(body["message"].as_str().is_some_and(|m| m.contains("width")), "{body}");
-    let (s, _, _) = fetch(&api, &format!("/api/v1/chart/{id}/render.png?width=4000&height=4000")).await;
+    assert!(
+        body["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("width")),
+        "{body}"
+    );
+    let (s, _, _) = fetch(
+        &api,
+        &format!("/api/v1/chart/{id}/render.png?width=4000&height=4000"),
+    )
+    .await;
     assert_eq!(s, StatusCode::BAD_REQUEST);
     let (s, _, _) = fetch(&api, "/api/v1/chart/9999/render.svg").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
+    // Like Superset's `<int:pk>` routes, a pk that is not a number matches no route.
     let (s, _, _) = fetch(&api, "/api/v1/chart/abc/render.svg").await;
-    assert_eq!(s, StatusCode::BAD_REQUEST);
+    assert_eq!(s, StatusCode::NOT_FOUND);
 
     // A bar chart saved with params only: the plugin builds its query (data and render).
     let (_, sales) = api
@@ -227,7 +260,13 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
         json!(["order_date", "online", "partner", "retail"]),
         "{data}"
     );
-    let drawn = parse(&svg(&api, &format!("/api/v1/chart/{bar}/render.svg?width=720&height=400")).await);
+    let drawn = parse(
+        &svg(
+            &api,
+            &format!("/api/v1/chart/{bar}/render.svg?width=720&height=400"),
+        )
+        .await,
+    );
     assert_eq!(drawn.series, ["online", "partner", "retail"], "{drawn:?}");
     assert_eq!(drawn.title, "Units by channel");
     assert!(drawn.tick_labels.iter().any(|t| t == "2025"), "{drawn:?}");
@@ -236,7 +275,11 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
     let (s, h, html) = fetch(&api, "/dashboard/sales-overview/").await;
     let html = String::from_utf8(html).expect("utf-8");
     assert_eq!(s, StatusCode::OK, "{html}");
-    assert!(h["content-type"].to_str().is_ok_and(|c| c.starts_with("text/html")));
+    assert!(
+        h["content-type"]
+            .to_str()
+            .is_ok_and(|c| c.starts_with("text/html"))
+    );
     assert!(html.contains("<h1>Sales overview</h1>"), "{html}");
     for c in &charts {
         let id = c["id"].as_i64().expect("id");
@@ -272,7 +315,10 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
         "/api/v1/chart/{pk}/thumbnail/{digest}",
         "/dashboard/{key}",
     ] {
-        assert!(doc["paths"].get(p).is_some(), "{p} missing from the OpenAPI document");
+        assert!(
+            doc["paths"].get(p).is_some(),
+            "{p} missing from the OpenAPI document"
+        );
     }
 }
 
@@ -339,7 +385,11 @@ async fn params_only_charts_render_on_postgres() {
     let ds = people_dataset(&api, &url).await;
     let count = json!({"expressionType": "SQL", "sqlExpression": "COUNT(*)", "label": "people"});
     let cases = [
-        ("table", json!({"groupby": ["city"], "metrics": [count]}), 3usize),
+        (
+            "table",
+            json!({"groupby": ["city"], "metrics": [count]}),
+            3usize,
+        ),
         ("pie", json!({"groupby": ["city"], "metric": count}), 3),
         ("big_number_total", json!({"metric": count}), 0),
         (
@@ -358,7 +408,11 @@ async fn params_only_charts_render_on_postgres() {
         let id = chart(&api, ds, viz, params).await;
         let (s, data) = api.get(&format!("/api/v1/chart/{id}/data/")).await;
         assert_eq!(s, StatusCode::OK, "{viz}: {data}");
-        let text = svg(&api, &format!("/api/v1/chart/{id}/render.svg?width=480&height=320")).await;
+        let text = svg(
+            &api,
+            &format!("/api/v1/chart/{id}/render.svg?width=480&height=320"),
+        )
+        .await;
         let drawn = parse(&text);
         assert_eq!(drawn.title, format!("{viz} chart"), "{text}");
         match viz {
@@ -368,7 +422,11 @@ async fn params_only_charts_render_on_postgres() {
             "echarts_timeseries_bar" => assert!(drawn.series.len() >= 2, "{drawn:?}"),
             _ => assert_eq!(drawn.series.len(), series, "{viz}: {drawn:?}"),
         }
-        let (s, _, png) = fetch(&api, &format!("/api/v1/chart/{id}/render.png?width=480&height=320")).await;
+        let (s, _, png) = fetch(
+            &api,
+            &format!("/api/v1/chart/{id}/render.png?width=480&height=320"),
+        )
+        .await;
         assert_eq!(s, StatusCode::OK, "{viz}");
         assert_eq!(png_size(&png), (480, 320));
     }
@@ -415,10 +473,17 @@ async fn a_hostile_viz_plugins_svg_is_sanitised() {
         .iter()
         .filter_map(|p| p["name"].as_str())
         .collect();
-    assert!(names.contains(&"charts") && names.contains(&"fixture_viz"), "{list}");
+    assert!(
+        names.contains(&"charts") && names.contains(&"fixture_viz"),
+        "{list}"
+    );
 
     let hostile = chart(&api, ds, "fixture_hostile", json!({"mode": "hostile"})).await;
-    let text = svg(&api, &format!("/api/v1/chart/{hostile}/render.svg?width=300&height=150")).await;
+    let text = svg(
+        &api,
+        &format!("/api/v1/chart/{hostile}/render.svg?width=300&height=150"),
+    )
+    .await;
     let lower = text.to_lowercase();
     for banned in [
         "<script",
@@ -435,10 +500,17 @@ async fn a_hostile_viz_plugins_svg_is_sanitised() {
     }
     // What is harmless is kept, and the root has the requested size.
     let drawn = parse(&text);
-    assert_eq!((drawn.width.as_str(), drawn.height.as_str()), ("300", "150"));
+    assert_eq!(
+        (drawn.width.as_str(), drawn.height.as_str()),
+        ("300", "150")
+    );
     assert!(text.contains(r##"class="kept""##), "{text}");
     assert!(drawn.texts.iter().any(|t| t == "rows=1"), "{text}");
-    let (s, _, png) = fetch(&api, &format!("/api/v1/chart/{hostile}/render.png?width=300&height=150")).await;
+    let (s, _, png) = fetch(
+        &api,
+        &format!("/api/v1/chart/{hostile}/render.png?width=300&height=150"),
+    )
+    .await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(png_size(&png), (300, 150));
 
@@ -447,7 +519,11 @@ async fn a_hostile_viz_plugins_svg_is_sanitised() {
         ("not_svg", StatusCode::INTERNAL_SERVER_ERROR, "invalid SVG"),
         ("huge", StatusCode::INTERNAL_SERVER_ERROR, "invalid result"),
         ("payload_only", StatusCode::BAD_REQUEST, "renders no SVG"),
-        ("bad_payload", StatusCode::INTERNAL_SERVER_ERROR, "invalid result"),
+        (
+            "bad_payload",
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "invalid result",
+        ),
         ("error", StatusCode::BAD_REQUEST, "fixture viz refuses"),
     ] {
         let id = chart(&api, ds, "fixture_hostile", json!({"mode": mode})).await;
