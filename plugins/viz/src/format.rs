@@ -170,7 +170,7 @@ fn significant(x: f64, p: usize) -> String {
         return fixed(0.0, p.saturating_sub(1));
     }
     let e = x.log10().floor() as i32;
-    if e < -7 || e >= 21 {
+    if !(-7..21).contains(&e) {
         return exponent(x, p.saturating_sub(1));
     }
     let decimals = (p as i32 - 1 - e).max(0) as usize;
@@ -403,7 +403,11 @@ pub fn strftime(pattern: &str, ms: i64) -> String {
             'd' => out.push_str(&two(t.day)),
             'e' => out.push_str(&format!("{:>2}", t.day)),
             'H' => out.push_str(&two(t.hour)),
-            'I' => out.push_str(&two(if t.hour % 12 == 0 { 12 } else { t.hour % 12 })),
+            'I' => out.push_str(&two(if t.hour.is_multiple_of(12) {
+                12
+            } else {
+                t.hour % 12
+            })),
             'M' => out.push_str(&two(t.minute)),
             'S' => out.push_str(&two(t.second)),
             'L' => out.push_str(&format!("{:03}", ms.rem_euclid(1000))),
@@ -488,7 +492,7 @@ mod tests {
         assert_eq!(number("~g", 0.5), "0.5");
         assert_eq!(number(",.0f", 0.4), "0");
         assert_eq!(number("(,.2f", -1.0), "(1.00)");
-        assert_eq!(number("08.2f", 3.14159), "00003.14");
+        assert_eq!(number("08.2f", 4.256), "00004.26");
     }
 
     #[test]

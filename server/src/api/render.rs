@@ -319,6 +319,7 @@ impl RenderApi {
         method = "get",
         operation_id = "chart_thumbnail"
     )]
+    #[allow(clippy::too_many_arguments)] // one per request parameter
     async fn thumbnail(
         &self,
         req: &poem::Request,

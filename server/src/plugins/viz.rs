@@ -41,9 +41,7 @@ fn invocation(request_id: &str, operation: &str) -> Invocation {
     }
 }
 
-fn viz_pre<'a>(
-    plugin: &'a Loaded,
-) -> Result<&'a super::bindings::viz::VizPre<super::call::CallState>> {
+fn viz_pre(plugin: &Loaded) -> Result<&super::bindings::viz::VizPre<super::call::CallState>> {
     match &plugin.pre {
         Pre::Viz(pre) => Ok(pre),
         Pre::PostProcessor(_) => Err(PluginError::Rejected(format!(

@@ -27,7 +27,7 @@ fn number_format(form: &Form, c: &Column, percent: &[String]) -> String {
     {
         return f.to_owned();
     }
-    if percent.iter().any(|p| *p == c.name) {
+    if percent.contains(&c.name) {
         return ".1%".into();
     }
     let ints = (0..c.len()).all(|i| data::number(c, i).is_none_or(|v| v.fract() == 0.0));
@@ -150,6 +150,7 @@ pub fn render(form: &Form, table: Option<&Table>, size: Size) -> String {
         .collect();
     let metric_cols: Vec<String> = form.metrics().iter().map(metric_label).collect();
     svg.open("body", "");
+    #[allow(clippy::needless_range_loop)] // r indexes the rows of several columns
     for r in 0..shown {
         let y = top + HEADER_H + r as f64 * ROW_H;
         svg.open("row", "");

@@ -102,6 +102,7 @@ fn read(form: &Form, t: &Table) -> Data {
             .filter_map(|m| t.column(m).map(|c| (m, c)))
             .collect();
         let mut by_name: HashMap<String, usize> = HashMap::new();
+        #[allow(clippy::needless_range_loop)] // i indexes every column of the row
         for i in 0..rows {
             let key: Vec<String> = group_cols.iter().map(|c| data::text(c, i)).collect();
             let key = key.join(", ");
