@@ -1,6 +1,6 @@
-//! Builds the built-in post-processing plugin for `wasm32-wasip2` and leaves the component in
-//! `OUT_DIR`, where `plugins/registry.rs` embeds it: a plain `cargo build` of the server is
-//! all a fresh clone needs.
+//! Builds the built-in plugins (post-processing and viz) for `wasm32-wasip2` and leaves the
+//! components in `OUT_DIR`, where `plugins/registry.rs` embeds them: a plain `cargo build` of
+//! the server is all a fresh clone needs.
 //!
 //! The nested cargo uses its own target directory: the outer build holds the lock on ours.
 
@@ -12,7 +12,13 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
     let root = manifest.parent().expect("workspace root").to_path_buf();
     let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
-    for p in ["plugins/postprocessing", "sdk", "wit", "Cargo.lock"] {
+    for p in [
+        "plugins/postprocessing",
+        "plugins/viz",
+        "sdk",
+        "wit",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(p).display());
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
@@ -38,6 +44,8 @@ fn main() {
             "wasm32-wasip2",
             "-p",
             "liteset-plugin-postprocessing",
+            "-p",
+            "liteset-plugin-viz",
             "--target-dir",
         ])
         .arg(&target_dir);
@@ -57,14 +65,19 @@ fn main() {
     let status = cmd.status().expect("running cargo for the built-in plugin");
     if !status.success() {
         panic!(
-            "building the built-in post-processing plugin failed; is the wasm32-wasip2 target \
-             installed? (rustup target add wasm32-wasip2)"
+            "building the built-in plugins failed; is the wasm32-wasip2 target installed? \
+             (rustup target add wasm32-wasip2)"
         );
     }
-    let wasm = target_dir
-        .join("wasm32-wasip2")
-        .join("wasm-plugin")
-        .join("liteset_plugin_postprocessing.wasm");
-    std::fs::copy(&wasm, out.join("postprocessing.wasm"))
-        .unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
+    for (artifact, embedded) in [
+        ("liteset_plugin_postprocessing.wasm", "postprocessing.wasm"),
+        ("liteset_plugin_viz.wasm", "viz.wasm"),
+    ] {
+        let wasm = target_dir
+            .join("wasm32-wasip2")
+            .join("wasm-plugin")
+            .join(artifact);
+        std::fs::copy(&wasm, out.join(embedded))
+            .unwrap_or_else(|e| panic!("copying {}: {e}", wasm.display()));
+    }
 }

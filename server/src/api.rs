@@ -9,6 +9,7 @@ mod assets;
 mod chart;
 mod chart_data;
 mod dashboard;
+mod dashboard_page;
 mod database;
 mod dataset;
 pub mod error;
@@ -18,6 +19,7 @@ mod me;
 mod middleware;
 mod plugin;
 mod query;
+mod render;
 pub mod resource;
 mod saved_query;
 mod security;
@@ -69,6 +71,7 @@ type Apis = (
     me::MeApi,
     chart::ChartApi,
     chart_data::ChartDataApi,
+    render::RenderApi,
     dashboard::DashboardApi,
     dashboard::EmbeddedApi,
     database::DatabaseApi,
@@ -98,6 +101,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                 state: state.clone(),
             },
             chart_data::ChartDataApi {
+                state: state.clone(),
+            },
+            render::RenderApi {
                 state: state.clone(),
             },
             dashboard::DashboardApi {

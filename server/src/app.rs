@@ -31,6 +31,8 @@ pub struct AppState {
     pub sqllab: crate::query::sqllab::SqlLab,
     /// The WebAssembly plugin host and the installed plugins.
     pub plugins: Arc<crate::plugins::Plugins>,
+    /// Finished chart renders (SVG, PNG), next to the results cache.
+    pub renders: crate::render::RenderCache,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -90,8 +92,11 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         store.clone(),
         &config.data_dir,
     )?);
+    // Renders are small next to the rows they draw: a quarter of the results cache's budget.
+    let renders = crate::render::RenderCache::new(config.query.cache_max_mb * 1024 * 1024 / 4);
     Ok(Arc::new(AppState {
         plugins,
+        renders,
         config,
         store,
         auth,

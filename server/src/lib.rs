@@ -13,6 +13,7 @@ pub mod examples;
 pub mod net;
 pub mod plugins;
 pub mod query;
+pub mod render;
 pub mod seal;
 pub mod store;
 pub mod telemetry;

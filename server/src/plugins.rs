@@ -16,6 +16,7 @@ pub mod registry;
 pub mod runtime;
 mod stdio;
 pub mod table;
+pub mod viz;
 
 pub use registry::{PluginSummary, Plugins, Source};
 
@@ -24,6 +25,9 @@ pub const WIT_VERSION: &str = "0.1.0";
 
 /// Name of the built-in post-processing plugin.
 pub const BUILTIN_POSTPROCESSING: &str = "postprocessing";
+
+/// Name of the built-in viz plugin (`plugins/viz`).
+pub const BUILTIN_VIZ: &str = "charts";
 
 /// What a plugin is for, from the world its exports implement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

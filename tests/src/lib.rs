@@ -987,7 +987,13 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
         features
     };
     let target_dir = base.join("fixture-plugins").join(variant);
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("fixtures/plugins/Cargo.toml");
+    // The runtime value first: worktrees sharing one target dir share this crate's compiled
+    // library (identical sources are fresh for cargo), whose compile-time path may name
+    // another worktree.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let manifest = dir.join("fixtures/plugins/Cargo.toml");
     let mut cmd =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args([

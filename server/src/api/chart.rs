@@ -257,16 +257,29 @@ pub fn form_data(rec: &Record) -> Json_ {
     fd
 }
 
+/// The chart's thumbnail digest: changes whenever what the chart draws may change (its type,
+/// params, saved query context or last change), so a thumbnail URL can be cached forever.
+pub fn digest(rec: &Record) -> String {
+    let changed = rec
+        .get::<chrono::NaiveDateTime>("changed_on")
+        .map(|t| t.and_utc().timestamp_micros())
+        .unwrap_or_default();
+    crate::render::key(&[
+        &rec.id.to_le_bytes(),
+        &changed.to_le_bytes(),
+        rec.text("viz_type").as_bytes(),
+        rec.text("params").as_bytes(),
+        rec.text("query_context").as_bytes(),
+    ])
+}
+
 /// Chart columns that are not stored fields.
 pub fn computed(rec: &Record, col: &str) -> Option<Json_> {
     let id = rec.id;
     Some(match col {
         "url" | "slice_url" => json!(format!("/explore/?slice_id={id}")),
         "edit_url" => json!(format!("/chart/edit/{id}")),
-        "thumbnail_url" => json!(format!(
-            "/api/v1/chart/{id}/thumbnail/{}/",
-            rec.text("changed_on").len() + usize::try_from(id).unwrap_or(0)
-        )),
+        "thumbnail_url" => json!(format!("/api/v1/chart/{id}/thumbnail/{}/", digest(rec))),
         "form_data" => form_data(rec),
         "description_markeddown" => json!(rec.text("description")),
         "datasource_name_text" => datasource_name_text(rec),

@@ -82,35 +82,18 @@ impl ChartDataApi {
         let scope = catalog::chart_scope(&user.grants());
         resource::in_reach(&self.state, &CHART, pk.0, &scope, resource::forbidden).await?;
         let chart = self.state.store.load_one(&CHART, pk.0, &[]).await?;
-        let saved = chart.text("query_context");
-        let mut body: Json_ = serde_json::from_str(&saved).map_err(|_| {
-            ApiError::bad_request("Chart has no query context saved. Please save the chart again.")
-        })?;
-        let Some(obj) = body.as_object_mut() else {
-            return Err(ApiError::bad_request(
-                "Chart has no query context saved. Please save the chart again.",
-            ));
-        };
-        if let Some(f) = format.0 {
-            obj.insert("result_format".into(), json!(f));
-        }
-        if let Some(t) = result_type.0 {
-            obj.insert("result_type".into(), json!(t));
-        }
-        // The chart row is authoritative for its dataset: a query context saved on another
-        // server (an imported bundle) still names that server's dataset id.
-        if let Some(ds) = chart.get::<i64>("datasource_id") {
-            obj.insert("datasource".into(), json!({"id": ds, "type": "table"}));
-        }
-        obj.insert(
-            "force".into(),
-            json!(force.0.as_deref().is_some_and(|f| f == "true" || f == "1")),
-        );
-        // The saved context may carry keys of other Superset versions; keep the known ones.
-        obj.retain(|k, _| context::TOP_LEVEL.contains(&k.as_str()));
-        let form_data = obj.entry("form_data").or_insert_with(|| json!({}));
-        if let Some(fd) = form_data.as_object_mut() {
-            fd.insert("slice_id".into(), json!(pk.0));
+        let mut body = chart_context(&self.state, &chart).await?;
+        if let Some(obj) = body.as_object_mut() {
+            if let Some(f) = format.0 {
+                obj.insert("result_format".into(), json!(f));
+            }
+            if let Some(t) = result_type.0 {
+                obj.insert("result_type".into(), json!(t));
+            }
+            obj.insert(
+                "force".into(),
+                json!(force.0.as_deref().is_some_and(|f| f == "true" || f == "1")),
+            );
         }
         let ctx = context::parse(&body, &self.state.plugins.post_processor_names())?;
         until_gone(&self.state, req, run(&self.state, &user, ctx, &body)).await
@@ -139,6 +122,49 @@ impl ChartDataApi {
         let ctx = context::parse(&body, &self.state.plugins.post_processor_names())?;
         until_gone(&self.state, req, run(&self.state, &user, ctx, &body)).await
     }
+}
+
+/// The query context of a saved chart: its saved `query_context`, or, for a chart saved
+/// without one (created through the API with `params` only), the one its viz plugin's
+/// `build-query` makes from the chart's form data. The chart row is authoritative for the
+/// dataset, and unknown top-level keys (other Superset versions') are dropped.
+pub(super) async fn chart_context(
+    state: &AppState,
+    chart: &crate::store::model::Record,
+) -> Result<Json_, ApiError> {
+    const NO_CONTEXT: &str = "Chart has no query context saved. Please save the chart again.";
+    let saved = serde_json::from_str::<Json_>(&chart.text("query_context"))
+        .ok()
+        .filter(Json_::is_object);
+    let mut body = match saved {
+        Some(b) => b,
+        None => {
+            let viz_type = chart.text("viz_type");
+            let Some(plugin) = state.plugins.viz_for(&viz_type).await? else {
+                return Err(ApiError::bad_request(NO_CONTEXT));
+            };
+            let form_data = super::chart::form_data(chart).to_string();
+            let request_id = format!("chart-{}", chart.id);
+            state
+                .plugins
+                .build_query(&plugin, &form_data, &request_id)
+                .await?
+        }
+    };
+    let Some(obj) = body.as_object_mut() else {
+        return Err(ApiError::bad_request(NO_CONTEXT));
+    };
+    // The chart row is authoritative for its dataset: a query context saved on another
+    // server (an imported bundle) still names that server's dataset id.
+    if let Some(ds) = chart.get::<i64>("datasource_id") {
+        obj.insert("datasource".into(), json!({"id": ds, "type": "table"}));
+    }
+    obj.retain(|k, _| context::TOP_LEVEL.contains(&k.as_str()));
+    let form_data = obj.entry("form_data").or_insert_with(|| json!({}));
+    if let Some(fd) = form_data.as_object_mut() {
+        fd.insert("slice_id".into(), json!(chart.id));
+    }
+    Ok(body)
 }
 
 /// Runs `work` until it finishes or the client closes its connection; dropping `work` then
@@ -235,9 +261,11 @@ fn ms(t: Option<chrono::NaiveDateTime>) -> Json_ {
 }
 
 /// One query's result, before rendering.
-struct Answer {
-    payload: Json_,
-    frame: Option<Frame>,
+pub(super) struct Answer {
+    /// The JSON entry of the query in `result`.
+    pub payload: Json_,
+    /// The rows (none for `columns`, `timegrains` and `query` results).
+    pub frame: Option<Frame>,
     headers: Vec<String>,
 }
 
@@ -254,6 +282,27 @@ pub async fn run(
     if ctx.result_format == ResultFormat::Csv && !user.has("can_csv", "Superset") {
         return Err(crate::auth::Error::Forbidden.into());
     }
+    let result_format = ctx.result_format;
+    let answers = execute(state, user, ctx, raw).await?.answers;
+    render_answers(result_format, answers)
+}
+
+/// What running a query context produced, before it is rendered as JSON or CSV (or drawn by
+/// a viz plugin).
+pub(super) struct Executed {
+    /// One answer per query, in order.
+    pub answers: Vec<Answer>,
+    /// How long the results may be cached (the chart → dataset → database → default chain).
+    pub policy: CachePolicy,
+}
+
+/// Checks access to the context's dataset and runs every query.
+pub(super) async fn execute(
+    state: &AppState,
+    user: &CurrentUser,
+    ctx: QueryContext,
+    raw: &Json_,
+) -> Result<Executed, ApiError> {
     if ctx.queries.is_empty() {
         return Err(ApiError::bad_request("Empty query result"));
     }
@@ -321,7 +370,15 @@ pub async fn run(
             .await?,
         );
     }
-    match ctx.result_format {
+    Ok(Executed { answers, policy })
+}
+
+/// The response of a chart-data request in its format.
+fn render_answers(
+    result_format: ResultFormat,
+    answers: Vec<Answer>,
+) -> Result<ChartData, ApiError> {
+    match result_format {
         ResultFormat::Json | ResultFormat::Xlsx => Ok(ChartData::Json(Json(json!({
             "result": answers.into_iter().map(|a| a.payload).collect::<Vec<_>>()
         })))),

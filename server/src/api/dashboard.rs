@@ -207,7 +207,7 @@ fn forbidden() -> ApiError {
 
 impl DashboardApi {
     /// A dashboard by id or slug: 404 when missing, 403 when not accessible.
-    async fn resolve(&self, key: &str, user: &CurrentUser) -> Result<i64, ApiError> {
+    pub(super) async fn resolve(&self, key: &str, user: &CurrentUser) -> Result<i64, ApiError> {
         let by_id = match key.parse::<i64>() {
             Ok(id)
                 if self

@@ -19,7 +19,7 @@ use super::bindings::types;
 use super::bindings::viz::{Viz, VizPre};
 use super::call::{self, Call, CallState, Limits};
 use super::runtime::Runtime;
-use super::{BUILTIN_POSTPROCESSING, Kind, PluginError, Result, table};
+use super::{BUILTIN_POSTPROCESSING, BUILTIN_VIZ, Kind, PluginError, Result, table};
 use crate::config::PluginConfig;
 use crate::store::Store;
 use crate::store::plugins::StoredPlugin;
@@ -27,6 +27,9 @@ use crate::store::plugins::StoredPlugin;
 /// The built-in post-processing plugin, built for wasm32-wasip2 by `build.rs`.
 static BUILTIN_POSTPROCESSING_WASM: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/postprocessing.wasm"));
+
+/// The built-in viz plugin (`plugins/viz`), built for wasm32-wasip2 by `build.rs`.
+static BUILTIN_VIZ_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/viz.wasm"));
 
 /// Where a plugin came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,7 +83,7 @@ pub struct PluginSummary {
     pub changed_on: Option<NaiveDateTime>,
 }
 
-enum Pre {
+pub(super) enum Pre {
     PostProcessor(PostProcessorPre<CallState>),
     Viz(VizPre<CallState>),
 }
@@ -89,21 +92,23 @@ enum Pre {
 pub struct Loaded {
     /// What the API shows.
     pub summary: PluginSummary,
-    pre: Pre,
-    limits: Limits,
+    pub(super) pre: Pre,
+    pub(super) limits: Limits,
 }
 
 /// The plugin registry.
 pub struct Plugins {
-    runtime: Arc<Runtime>,
+    pub(super) runtime: Arc<Runtime>,
     store: Store,
-    uploaded: RwLock<HashMap<String, Arc<Loaded>>>,
+    pub(super) uploaded: RwLock<HashMap<String, Arc<Loaded>>>,
     builtin: OnceCell<Arc<Loaded>>,
+    builtin_viz: OnceCell<Arc<Loaded>>,
 }
 
 /// Names a plugin may not take: the built-in operations it would shadow.
 fn reserved(name: &str) -> bool {
     name == BUILTIN_POSTPROCESSING
+        || name == BUILTIN_VIZ
         || crate::query::context::POST_PROCESSING_OPERATIONS.contains(&name)
 }
 
@@ -124,6 +129,7 @@ impl Plugins {
             store,
             uploaded: RwLock::new(HashMap::new()),
             builtin: OnceCell::new(),
+            builtin_viz: OnceCell::new(),
         })
     }
 
@@ -292,6 +298,25 @@ impl Plugins {
             .cloned()
     }
 
+    /// The built-in viz plugin, compiled on first use.
+    pub async fn builtin_viz(&self) -> Result<Arc<Loaded>> {
+        self.builtin_viz
+            .get_or_try_init(|| async {
+                let loaded = self
+                    .prepare(Arc::from(BUILTIN_VIZ_WASM), Source::BuiltIn)
+                    .await?;
+                if loaded.summary.name != BUILTIN_VIZ {
+                    return Err(PluginError::Internal(format!(
+                        "the embedded viz plugin calls itself {}",
+                        loaded.summary.name
+                    )));
+                }
+                Ok(Arc::new(loaded))
+            })
+            .await
+            .cloned()
+    }
+
     /// Loads every uploaded plugin from the store (at startup, and when another replica may
     /// have changed them). A plugin that no longer loads is logged and skipped.
     pub async fn sync(&self) -> Result<()> {
@@ -336,7 +361,10 @@ impl Plugins {
 
     /// Every installed plugin, built-in first, then uploaded by name.
     pub async fn list(&self) -> Result<Vec<PluginSummary>> {
-        let mut out = vec![self.builtin().await?.summary.clone()];
+        let mut out = vec![
+            self.builtin().await?.summary.clone(),
+            self.builtin_viz().await?.summary.clone(),
+        ];
         let map = self.uploaded.read().unwrap_or_else(|e| e.into_inner());
         let mut uploaded: Vec<PluginSummary> = map.values().map(|l| l.summary.clone()).collect();
         uploaded.sort_by(|a, b| a.name.cmp(&b.name));
@@ -348,6 +376,9 @@ impl Plugins {
     pub async fn get(&self, name: &str) -> Result<Arc<Loaded>> {
         if name == BUILTIN_POSTPROCESSING {
             return self.builtin().await;
+        }
+        if name == BUILTIN_VIZ {
+            return self.builtin_viz().await;
         }
         self.uploaded
             .read()
@@ -411,7 +442,7 @@ impl Plugins {
 
     /// Removes an uploaded plugin.
     pub async fn remove(&self, name: &str) -> Result<()> {
-        if name == BUILTIN_POSTPROCESSING {
+        if name == BUILTIN_POSTPROCESSING || name == BUILTIN_VIZ {
             return Err(PluginError::Rejected(
                 "Built-in plugins cannot be deleted".into(),
             ));
