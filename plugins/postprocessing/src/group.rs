@@ -112,7 +112,7 @@ pub fn cmp_values(a: &Value, b: &Value) -> Ordering {
 
 /// Hashable identity of an object cell: Python's `1 == 1.0`, so integral floats and ints
 /// share a key.
-#[derive(Hash, PartialEq, Eq)]
+#[derive(Clone, Hash, PartialEq, Eq)]
 enum ObjKey<'a> {
     Int(i64),
     Float(u64),
@@ -179,22 +179,32 @@ fn finish<F: Fn(usize, usize) -> Ordering>(prov: Vec<u32>, firsts: &[usize], cmp
     }
 }
 
-fn factorize_by<K: Hash + Eq, F: Fn(usize) -> Option<K>>(
+fn factorize_by<K: Hash + Eq + Clone, F: Fn(usize) -> Option<K>>(
     n: usize,
     key: F,
 ) -> (Vec<u32>, Vec<usize>) {
     let mut map: FxMap<K, u32> = FxMap::default();
     let mut firsts = Vec::new();
     let mut prov = Vec::with_capacity(n);
+    // Query results are usually ordered by their keys (a time column above all), so a row
+    // often repeats the previous row's key: compare before hashing.
+    let mut last: Option<(K, u32)> = None;
     for i in 0..n {
         match key(i) {
             None => prov.push(NULL_CODE),
             Some(k) => {
-                let id = *map.entry(k).or_insert_with(|| {
+                if let Some((lk, lid)) = &last
+                    && *lk == k
+                {
+                    prov.push(*lid);
+                    continue;
+                }
+                let id = *map.entry(k.clone()).or_insert_with(|| {
                     firsts.push(i);
                     (firsts.len() - 1) as u32
                 });
                 prov.push(id);
+                last = Some((k, id));
             }
         }
     }
@@ -341,22 +351,20 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
     let mut reps: Vec<Vec<u32>> = Vec::new();
     match product {
         Some(total) => {
-            // Mixed-radix packing preserves the lexicographic order of code tuples.
-            let mut packed: Vec<u64> = vec![u64::MAX; n];
-            for (i, slot) in packed.iter_mut().enumerate() {
-                let mut acc = 0u64;
-                let mut ok = true;
-                for (f, &card) in factors.iter().zip(&cards) {
-                    match code_of(f, i) {
-                        Some(c) => acc = acc * card + u64::from(c),
-                        None => {
-                            ok = false;
-                            break;
-                        }
+            // Mixed-radix packing preserves the lexicographic order of code tuples. One pass
+            // per key over contiguous codes (not one row at a time over the keys): a tight
+            // loop both natively and in the sandbox. `u64::MAX` marks a dropped row.
+            let mut packed: Vec<u64> = vec![0; n];
+            for (f, &card) in factors.iter().zip(&cards) {
+                for (slot, &c) in packed.iter_mut().zip(&f.codes) {
+                    if *slot == u64::MAX {
+                        continue;
                     }
-                }
-                if ok {
-                    *slot = acc;
+                    *slot = match c {
+                        NULL_CODE if dropna => u64::MAX,
+                        NULL_CODE => *slot * card + u64::from(f.n_uniques),
+                        c => *slot * card + u64::from(c),
+                    };
                 }
             }
             let unpack = |mut p: u64| -> Vec<u32> {
