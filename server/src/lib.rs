@@ -6,6 +6,7 @@
 pub mod api;
 pub mod app;
 pub mod assets;
+pub mod authoring;
 pub mod auth;
 pub mod config;
 pub mod engines;
