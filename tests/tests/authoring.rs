@@ -435,3 +435,116 @@ async fn a_scaffolded_post_processor_runs_locally() {
     assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
     assert!(text(&failed.stderr).contains("not a WebAssembly binary"));
 }
+
+/// The standalone examples pass their own tests, build as components the server accepts, and
+/// do what their READMEs say through `liteset plugin test`.
+#[tokio::test]
+async fn the_examples_build_test_and_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let examples = examples_dir();
+
+    let zscore = examples.join("zscore");
+    cargo_test(&zscore);
+    let (fields, secs) = build(&zscore);
+    assert_eq!(field(&fields, "kind"), "post-processor");
+    assert_eq!(field(&fields, "name"), "zscore");
+    let wasm = field(&fields, "wasm").to_owned();
+    println!(
+        "examples/zscore: built in {secs:.1} s, {} bytes",
+        std::fs::metadata(&wasm).expect("wasm").len()
+    );
+    let input = dir.path().join("in.json");
+    std::fs::write(
+        &input,
+        r#"[{"day":"a","sales":5},{"day":"b","sales":5},{"day":"c","sales":6},{"day":"d","sales":60},{"day":"e","sales":null}]"#,
+    )
+    .expect("write");
+    let out = liteset_ok(
+        &[
+            "plugin",
+            "test",
+            &wasm,
+            "--input",
+            input.to_str().expect("utf-8"),
+            "--params",
+            r#"{"column": "sales", "threshold": 1.4}"#,
+        ],
+        &[],
+    );
+    let rows: Value = serde_json::from_str(&out).expect("JSON");
+    let flags: Vec<&Value> = rows
+        .as_array()
+        .expect("records")
+        .iter()
+        .map(|r| &r["sales__outlier"])
+        .collect();
+    assert_eq!(
+        flags,
+        [&json!(false), &json!(false), &json!(false), &json!(true), &Value::Null],
+        "{out}"
+    );
+    let z = rows[3]["sales__zscore"].as_f64().expect("z");
+    assert!((z - 1.5).abs() < 0.01, "{z}");
+
+    let waterfall = examples.join("waterfall");
+    cargo_test(&waterfall);
+    let (fields, secs) = build(&waterfall);
+    assert_eq!(field(&fields, "kind"), "viz");
+    assert_eq!(field(&fields, "viz_types"), "waterfall");
+    let wasm = field(&fields, "wasm").to_owned();
+    println!(
+        "examples/waterfall: built in {secs:.1} s, {} bytes",
+        std::fs::metadata(&wasm).expect("wasm").len()
+    );
+    let input = dir.path().join("result.json");
+    std::fs::write(
+        &input,
+        r#"[{"step":"Sales","v":120},{"step":"Costs","v":-70},{"step":"Tax","v":-15}]"#,
+    )
+    .expect("write");
+    let png = dir.path().join("waterfall.png");
+    let out = liteset_ok(
+        &[
+            "plugin",
+            "test",
+            &wasm,
+            "--input",
+            input.to_str().expect("utf-8"),
+            "--form-data",
+            r#"{"metric": "v", "x_axis": "step", "slice_name": "Profit"}"#,
+            "--png",
+            png.to_str().expect("utf-8"),
+        ],
+        &[],
+    );
+    let result: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(
+        result["query_context"]["queries"][0]["columns"][0]["columnType"],
+        "BASE_AXIS"
+    );
+    let svg = result["svg"].as_str().expect("svg");
+    let doc = roxmltree::Document::parse(svg).unwrap_or_else(|e| panic!("{e}: {svg}"));
+    let bars: Vec<(String, String)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("bar ")))
+        .map(|n| {
+            (
+                n.attribute("class").unwrap_or_default().to_owned(),
+                n.attribute("data-name").unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let want = [
+        ("bar increase", "Sales"),
+        ("bar decrease", "Costs"),
+        ("bar decrease", "Tax"),
+        ("bar total", "Total"),
+    ];
+    assert_eq!(
+        bars,
+        want.map(|(c, n)| (c.to_owned(), n.to_owned())),
+        "{svg}"
+    );
+    assert!(svg.contains(">35<"), "the total: {svg}");
+    assert_eq!(png_size(&std::fs::read(&png).expect("png")), (800, 600));
+}
