@@ -140,8 +140,8 @@ mod tests {
         assert!(z.is_null(2) && flag.is_null(2));
         let z5 = z.get(5).as_f64().unwrap();
         assert!((z5 - 15.0 / 60f64.sqrt()).abs() < 1e-12, "{z5}");
-        assert_eq!(flag.bool().unwrap()[5], true);
-        assert_eq!(flag.bool().unwrap()[0], false);
+        assert!(flag.bool().unwrap()[5]);
+        assert!(!flag.bool().unwrap()[0]);
         assert_eq!(
             out.column_names().collect::<Vec<_>>(),
             ["day", "sales", "sales__zscore", "sales__outlier"]
