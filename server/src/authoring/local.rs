@@ -95,7 +95,11 @@ fn cargo_build(dir: &Path) -> Result<PathBuf> {
             let Ok(msg) = serde_json::from_str::<Json>(&line) else {
                 continue;
             };
-            let ours = msg["manifest_path"].as_str().map(Path::new) == Some(manifest.as_path());
+            // Dependencies are artifacts too; ours is the package of this manifest.
+            let ours = msg["manifest_path"]
+                .as_str()
+                .and_then(|p| std::fs::canonicalize(p).ok())
+                .is_some_and(|p| p == manifest);
             let cdylib = msg["target"]["crate_types"]
                 .as_array()
                 .is_some_and(|k| k.iter().any(|k| k == "cdylib"));
