@@ -122,8 +122,9 @@ fn main() -> ExitCode {
 /// `liteset plugin …`: client tools that never load the server's configuration (a developer's
 /// machine has none), so they start here, before `Config::load`.
 fn plugin(command: liteset::authoring::PluginCommand, log_format: LogFormat) -> ExitCode {
-    // Plugin log lines (`host.log`) and host warnings go to stderr; stdout is the result.
-    liteset::telemetry::init(log_format);
+    // The plugin's own log lines (`host.log`, every level) and warnings go to stderr; stdout
+    // is the result.
+    liteset::telemetry::init_with_default(log_format, "warn,liteset::plugins::call=trace");
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
