@@ -6,8 +6,8 @@
 pub mod api;
 pub mod app;
 pub mod assets;
-pub mod authoring;
 pub mod auth;
+pub mod authoring;
 pub mod config;
 pub mod engines;
 pub mod examples;

@@ -108,7 +108,12 @@ fn cargo_test(dir: &Path) {
 fn build(dir: &Path) -> (Vec<(String, String)>, f64) {
     let started = Instant::now();
     let out = liteset_ok(
-        &["plugin", "build", "--path", dir.to_str().expect("utf-8 path")],
+        &[
+            "plugin",
+            "build",
+            "--path",
+            dir.to_str().expect("utf-8 path"),
+        ],
         &[],
     );
     let secs = started.elapsed().as_secs_f64();
@@ -178,7 +183,9 @@ async fn a_scaffolded_viz_plugin_is_built_installed_and_draws_a_chart() {
     let crate_dir = dir.path().join("myviz");
     let crate_path = crate_dir.to_str().expect("utf-8 path");
     let out = liteset_ok(
-        &["plugin", "new", "myviz", "--kind", "viz", "--path", crate_path],
+        &[
+            "plugin", "new", "myviz", "--kind", "viz", "--path", crate_path,
+        ],
         &[],
     );
     assert!(out.contains("created viz plugin myviz"), "{out}");
@@ -223,7 +230,10 @@ async fn a_scaffolded_viz_plugin_is_built_installed_and_draws_a_chart() {
         &[],
     );
     let local: Value = serde_json::from_str(&out).expect("JSON");
-    assert_eq!(local["query_context"]["queries"][0]["columns"], json!(["city"]));
+    assert_eq!(
+        local["query_context"]["queries"][0]["columns"],
+        json!(["city"])
+    );
     let svg = local["svg"].as_str().expect("svg");
     assert_eq!(svg.matches(r#"class="bar""#).count(), 2, "{svg}");
     assert!(svg.find("Paris") < svg.find("Cork"), "{svg}");
@@ -326,11 +336,7 @@ async fn a_scaffolded_viz_plugin_is_built_installed_and_draws_a_chart() {
     assert_eq!(bars.len(), 3, "{svg}");
     assert_eq!(bars[0], "Paris", "{svg}");
     assert!(bars.contains(&"Cork") && bars.contains(&"(null)"), "{svg}");
-    assert_eq!(
-        doc.root_element().attribute("width"),
-        Some("480"),
-        "{svg}"
-    );
+    assert_eq!(doc.root_element().attribute("width"), Some("480"), "{svg}");
 
     // Its thumbnail: Superset's digest URL from the chart, an 800×600 PNG.
     let (s, c) = api.get(&format!("/api/v1/chart/{id}")).await;
@@ -352,19 +358,43 @@ async fn a_scaffolded_post_processor_runs_locally() {
 
     // Names the server would refuse are refused here, with the usage exit code.
     let bad = liteset(
-        &["plugin", "new", "Pivot!", "--kind", "post-processor", "--path", crate_path],
+        &[
+            "plugin",
+            "new",
+            "Pivot!",
+            "--kind",
+            "post-processor",
+            "--path",
+            crate_path,
+        ],
         &[],
     );
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
     let bad = liteset(
-        &["plugin", "new", "pivot", "--kind", "post-processor", "--path", crate_path],
+        &[
+            "plugin",
+            "new",
+            "pivot",
+            "--kind",
+            "post-processor",
+            "--path",
+            crate_path,
+        ],
         &[],
     );
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
     assert!(text(&bad.stderr).contains("reserved"));
 
     liteset_ok(
-        &["plugin", "new", "scale", "--kind", "post-processor", "--path", crate_path],
+        &[
+            "plugin",
+            "new",
+            "scale",
+            "--kind",
+            "post-processor",
+            "--path",
+            crate_path,
+        ],
         &[],
     );
     cargo_test(&crate_dir);
@@ -480,7 +510,13 @@ async fn the_examples_build_test_and_run() {
         .collect();
     assert_eq!(
         flags,
-        [&json!(false), &json!(false), &json!(false), &json!(true), &Value::Null],
+        [
+            &json!(false),
+            &json!(false),
+            &json!(false),
+            &json!(true),
+            &Value::Null
+        ],
         "{out}"
     );
     let z = rows[3]["sales__zscore"].as_f64().expect("z");

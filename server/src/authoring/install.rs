@@ -50,21 +50,28 @@ pub async fn install(args: &InstallArgs) -> Result<()> {
             "--server {base}: use an http:// or https:// URL"
         )));
     }
-    let username = args.username.as_deref().filter(|u| !u.is_empty()).ok_or_else(|| {
-        AuthoringError::Usage("give --username or set LITESET_USERNAME".into())
-    })?;
-    let password = args.password.as_deref().filter(|p| !p.is_empty()).ok_or_else(|| {
-        AuthoringError::Usage("give --password or set LITESET_PASSWORD".into())
-    })?;
+    let username = args
+        .username
+        .as_deref()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| AuthoringError::Usage("give --username or set LITESET_USERNAME".into()))?;
+    let password = args
+        .password
+        .as_deref()
+        .filter(|p| !p.is_empty())
+        .ok_or_else(|| AuthoringError::Usage("give --password or set LITESET_PASSWORD".into()))?;
     let wasm = read_input(&args.wasm, "the component")?;
-    let file_name = args
-        .wasm
-        .file_name()
-        .map_or_else(|| "plugin.wasm".into(), |n| n.to_string_lossy().into_owned());
+    let file_name = args.wasm.file_name().map_or_else(
+        || "plugin.wasm".into(),
+        |n| n.to_string_lossy().into_owned(),
+    );
 
     let client = reqwest::Client::builder()
         .cookie_store(true)
-        .user_agent(concat!("liteset-plugin-install/", env!("CARGO_PKG_VERSION")))
+        .user_agent(concat!(
+            "liteset-plugin-install/",
+            env!("CARGO_PKG_VERSION")
+        ))
         .build()
         .map_err(|e| AuthoringError::Server(format!("HTTP client: {e}")))?;
 

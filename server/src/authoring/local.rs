@@ -43,10 +43,7 @@ impl LocalHost {
             .map_err(host_err)?;
         store.migrate().await.map_err(host_err)?;
         let plugins = Plugins::new(&PluginConfig::default(), store, dir.path())?;
-        Ok(LocalHost {
-            plugins,
-            _dir: dir,
-        })
+        Ok(LocalHost { plugins, _dir: dir })
     }
 
     /// Validates, compiles and smoke-calls `wasm` exactly as an upload does.
@@ -232,7 +229,9 @@ pub fn records_frame(records: &Json, temporal: &[String]) -> Result<Frame> {
             let v = obj.get(name).unwrap_or(&Json::Null);
             row.push(if temporal_set.contains(name) && !v.is_null() {
                 time_cell(v).ok_or_else(|| {
-                    bad(format!("record {i}: {name} is neither epoch ms nor a time text"))
+                    bad(format!(
+                        "record {i}: {name} is neither epoch ms nor a time text"
+                    ))
                 })?
             } else {
                 cell(v)

@@ -76,8 +76,9 @@ fn toml_string(s: &str) -> String {
 }
 
 fn render(template: &str, vars: &[(&str, &str)]) -> String {
-    vars.iter()
-        .fold(template.to_owned(), |t, (k, v)| t.replace(&format!("{{{{{k}}}}}"), v))
+    vars.iter().fold(template.to_owned(), |t, (k, v)| {
+        t.replace(&format!("{{{{{k}}}}}"), v)
+    })
 }
 
 /// Writes the crate; prints where and what to do next.
@@ -163,7 +164,10 @@ pub fn new(args: &NewArgs) -> Result<()> {
         ("crate", &crate_name),
         ("kind", kind),
         ("kind_text", kind_text),
-        ("sdk_dep", &format!("{{ path = {} }}", toml_string(&sdk_text))),
+        (
+            "sdk_dep",
+            &format!("{{ path = {} }}", toml_string(&sdk_text)),
+        ),
         ("sdk_comment", &sdk_comment),
         ("usage", &usage),
         ("try", &try_it),
@@ -192,7 +196,10 @@ pub fn new(args: &NewArgs) -> Result<()> {
             .map_err(|e| AuthoringError::Io(format!("cannot write {}: {e}", path.display())))?;
     }
     println!("created {kind} plugin {name} in {}", dir.display());
-    println!("next: cd {} && cargo test && liteset plugin build", dir.display());
+    println!(
+        "next: cd {} && cargo test && liteset plugin build",
+        dir.display()
+    );
     Ok(())
 }
 
@@ -227,7 +234,10 @@ mod tests {
             .unwrap();
             for file in ["Cargo.toml", "src/lib.rs", "README.md", ".gitignore"] {
                 let text = std::fs::read_to_string(path.join(file)).unwrap();
-                assert!(!text.contains("{{"), "{file} has an unfilled placeholder: {text}");
+                assert!(
+                    !text.contains("{{"),
+                    "{file} has an unfilled placeholder: {text}"
+                );
             }
             let toml = std::fs::read_to_string(path.join("Cargo.toml")).unwrap();
             assert!(toml.contains("name = \"my-plugin\""), "{toml}");
