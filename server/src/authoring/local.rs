@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use chrono::DateTime;
-use serde_json::{Map, Value as Json, json};
+use serde_json::{Value as Json, json};
 
 use super::{AuthoringError, BuildArgs, Result, TestArgs, read_input};
 use crate::config::PluginConfig;
@@ -223,10 +223,10 @@ pub fn records_frame(records: &Json, temporal: &[String]) -> Result<Frame> {
     let temporal_set: BTreeSet<String> = temporal.iter().cloned().collect();
     let mut cells = Vec::with_capacity(rows.len());
     for (i, r) in rows.iter().enumerate() {
-        let obj = r.as_object().map(Map::clone).unwrap_or_default();
+        let obj = r.as_object();
         let mut row = Vec::with_capacity(names.len());
         for name in &names {
-            let v = obj.get(name).unwrap_or(&Json::Null);
+            let v = obj.and_then(|o| o.get(name)).unwrap_or(&Json::Null);
             row.push(if temporal_set.contains(name) && !v.is_null() {
                 time_cell(v).ok_or_else(|| {
                     bad(format!(
