@@ -385,9 +385,10 @@ pub enum ConfigError {
     },
 }
 
-/// `LITESET_*` variables that are not configuration keys: the config path itself and the
-/// test harness's own settings, which spawned servers inherit.
-const NON_CONFIG_ENV: &[&str] = &["CONFIG", "BIN"];
+/// `LITESET_*` variables that are not configuration keys: the config path itself, the test
+/// harness's own settings, which spawned servers inherit, and the credentials of
+/// `liteset plugin install` (a client; an operator may export them in the server's shell).
+const NON_CONFIG_ENV: &[&str] = &["CONFIG", "BIN", "USERNAME", "PASSWORD"];
 
 /// Values given on the command line; `None` means "not given".
 #[derive(Clone, Debug, Default, Serialize)]

@@ -7,6 +7,7 @@ pub mod api;
 pub mod app;
 pub mod assets;
 pub mod auth;
+pub mod authoring;
 pub mod config;
 pub mod engines;
 pub mod examples;

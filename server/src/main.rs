@@ -1,4 +1,5 @@
-//! The `liteset` command: serve, init, migrate, create-admin.
+//! The `liteset` command: serve, init, migrate, create-admin, check-config, and the plugin
+//! authoring tools (`liteset plugin …`, in `liteset::authoring`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -42,6 +43,9 @@ enum Command {
     CreateAdmin(CreateAdmin),
     /// Print the effective configuration (secrets redacted) and exit.
     CheckConfig,
+    /// Write, build, test and install plugins (tools for plugin authors).
+    #[command(subcommand)]
+    Plugin(liteset::authoring::PluginCommand),
 }
 
 #[derive(Args)]
@@ -61,6 +65,9 @@ struct CreateAdmin {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Plugin(command) = cli.command {
+        return plugin(command, cli.log_format.unwrap_or_default());
+    }
     let overrides = Overrides {
         bind: match &cli.command {
             Command::Serve { bind } => bind.clone(),
@@ -108,6 +115,31 @@ fn main() -> ExitCode {
             tracing::error!(message = "Fatal error.", error = %e);
             eprintln!("error: {e}");
             ExitCode::from(1)
+        }
+    }
+}
+
+/// `liteset plugin …`: client tools that never load the server's configuration (a developer's
+/// machine has none), so they start here, before `Config::load`.
+fn plugin(command: liteset::authoring::PluginCommand, log_format: LogFormat) -> ExitCode {
+    // The plugin's own log lines (`host.log`, every level) and warnings go to stderr; stdout
+    // is the result.
+    liteset::telemetry::init_with_default(log_format, "warn,liteset::plugins::call=trace");
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(liteset::authoring::run(command)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
     }
 }
@@ -165,5 +197,7 @@ async fn run(command: Command, config: Config) -> Result<(), StartError> {
             print!("{}", config.redacted_toml());
             Ok(())
         }
+        // Handled in `main` before the configuration is loaded.
+        Command::Plugin(_) => Ok(()),
     }
 }
