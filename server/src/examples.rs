@@ -1,7 +1,7 @@
 //! The embedded examples: on the first start of the embedded default (SQLite metadata), an
 //! `examples` SQLite database appears in the data folder with a sales table, two datasets,
-//! charts with saved query contexts and one dashboard, so a newcomer's `liteset serve` answers
-//! real chart data at once.
+//! five charts (one per built-in viz type; four with saved query contexts, one with `params`
+//! only) and one dashboard, so a newcomer's `liteset serve` answers real chart data at once.
 //!
 //! The data is generated deterministically (a fixed linear congruential sequence) and the
 //! catalog records go through the same bundle import as a user's Superset export, so the
@@ -261,6 +261,21 @@ fn bundle(db_file: &Path) -> Files {
                        "orderby": [["total_revenue", false]], "row_limit": 100}),
             ),
         ),
+        (
+            // Saved with `params` only, as charts made by older Superset versions are: the
+            // viz plugin's build-query makes its query context.
+            "charts/Quarterly_units_by_channel.yaml",
+            json!({"slice_name": "Quarterly units by channel", "viz_type": "echarts_timeseries_bar",
+                   "params": {"viz_type": "echarts_timeseries_bar", "x_axis": "order_date",
+                              "time_grain_sqla": "P3M", "metrics": ["sum_quantity"],
+                              "groupby": ["channel"], "stack": "Stack", "row_limit": 10000,
+                              "adhoc_filters": [{"clause": "WHERE", "expressionType": "SIMPLE",
+                                                 "subject": "order_date",
+                                                 "operator": "TEMPORAL_RANGE",
+                                                 "comparator": "No filter"}]},
+                   "query_context": null, "uuid": "6a1c3a4e-0d1b-4c41-9a55-1f0e1a7c0105",
+                   "dataset_uuid": SALES_UUID, "version": "1.0.0", "cache_timeout": null}),
+        ),
     ];
     let mut position = serde_json::Map::new();
     position.insert("DASHBOARD_VERSION_KEY".into(), json!("v2"));
@@ -274,19 +289,21 @@ fn bundle(db_file: &Path) -> Files {
     );
     position.insert(
         "GRID_ID".into(),
-        json!({"id": "GRID_ID", "type": "GRID", "parents": ["ROOT_ID"], "children": ["ROW-1", "ROW-2"]}),
+        json!({"id": "GRID_ID", "type": "GRID", "parents": ["ROOT_ID"],
+               "children": ["ROW-1", "ROW-2", "ROW-3"]}),
     );
-    let rows = [("ROW-1", [0usize, 1]), ("ROW-2", [2, 3])];
+    let rows: [(&str, &[usize]); 3] = [("ROW-1", &[0, 1]), ("ROW-2", &[2, 3]), ("ROW-3", &[4])];
     for (row, members) in rows {
         let mut children = Vec::new();
-        for i in members {
+        for &i in members {
+            let width = 12 / members.len();
             let (_, c) = &charts[i];
             let id = format!("CHART-example-{i}");
             position.insert(
                 id.clone(),
                 json!({"id": id, "type": "CHART", "children": [],
                        "parents": ["ROOT_ID", "GRID_ID", row],
-                       "meta": {"uuid": c["uuid"], "sliceName": c["slice_name"], "width": 6, "height": 50}}),
+                       "meta": {"uuid": c["uuid"], "sliceName": c["slice_name"], "width": width, "height": 50}}),
             );
             children.push(json!(id));
         }

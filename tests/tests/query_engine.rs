@@ -405,7 +405,7 @@ async fn first_embedded_start_serves_example_charts() {
     let (s, dash) = api.get("/api/v1/dashboard/sales-overview/charts").await;
     assert_eq!(s, StatusCode::OK, "{dash}");
     let charts = dash["result"].as_array().expect("charts");
-    assert_eq!(charts.len(), 4, "{dash}");
+    assert_eq!(charts.len(), 5, "{dash}");
     for c in charts {
         let id = c["id"].as_i64().expect("id");
         let (s, data) = api.get(&format!("/api/v1/chart/{id}/data/")).await;

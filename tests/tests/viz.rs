@@ -119,7 +119,7 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
     let (s, charts) = api.get("/api/v1/chart/?q=(page_size:100)").await;
     assert_eq!(s, StatusCode::OK, "{charts}");
     let charts = charts["result"].as_array().expect("charts").clone();
-    assert_eq!(charts.len(), 4);
+    assert_eq!(charts.len(), 5, "one example chart per built-in viz type");
     for c in &charts {
         let (id, viz, name) = (
             c["id"].as_i64().expect("id"),
@@ -146,6 +146,11 @@ async fn example_charts_render_as_svg_png_thumbnails_and_a_dashboard_page() {
                 // 24 months of 2024–2025 on a time axis: year and month ticks.
                 assert!(drawn.tick_labels.iter().any(|t| t == "2025"), "{drawn:?}");
                 assert!(drawn.tick_labels.len() >= 4, "{drawn:?}");
+            }
+            "echarts_timeseries_bar" => {
+                // Saved with params only: the plugin's build-query pivots by channel.
+                assert_eq!(drawn.series, ["online", "partner", "retail"], "{text}");
+                assert!(drawn.tick_labels.iter().any(|t| t == "2025"), "{drawn:?}");
             }
             "pie" => {
                 let mut s = drawn.series.clone();
