@@ -17,7 +17,7 @@ pub struct Outcome {
     /// 0 for a transport error or timeout.
     pub status: u16,
     pub error: Option<String>,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
 }
 
 impl Outcome {
@@ -67,7 +67,7 @@ pub async fn send(req: RequestBuilder) -> Outcome {
                 latency,
                 status: status.as_u16(),
                 error,
-                body: body.to_vec(),
+                body,
             }
         }
         Err(e) => Outcome {
@@ -86,7 +86,7 @@ pub async fn send(req: RequestBuilder) -> Outcome {
                 }
                 text
             }),
-            body: Vec::new(),
+            body: bytes::Bytes::new(),
         },
     }
 }

@@ -46,7 +46,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, n) - 1])
 }
 
-/// Requests per second: completed requests over the window they were measured in.
+/// Requests per second: requests completed in the window over the window's length.
 pub fn rate(count: usize, window_secs: f64) -> Option<f64> {
     (window_secs > 0.0).then(|| count as f64 / window_secs)
 }
@@ -60,6 +60,8 @@ pub struct Summary {
     pub count: usize,
     /// The measured window of the phase, when it has one (setup has none).
     pub window_secs: Option<f64>,
+    /// Successful (2xx) requests completed per second of the window: errors are not
+    /// throughput (a server answering fast 400s would beat any ceiling).
     pub req_s: Option<f64>,
     pub p50: Option<f64>,
     pub p95: Option<f64>,
@@ -121,17 +123,18 @@ pub fn summarize(records: &[Record], windows: &[(String, f64)]) -> Vec<Summary> 
                 *error_codes.entry(r.error_code()).or_insert(0) += 1;
             }
             let window_secs = window_of.get(phase.as_str()).copied();
+            let errors: usize = error_codes.values().sum();
             out.push(Summary {
                 phase: phase.clone(),
                 label: key.1.to_owned(),
                 count: rs.len(),
                 window_secs,
-                req_s: window_secs.and_then(|w| rate(rs.len(), w)),
+                req_s: window_secs.and_then(|w| rate(rs.len() - errors, w)),
                 p50: percentile(&lat, 50.0),
                 p95: percentile(&lat, 95.0),
                 p99: percentile(&lat, 99.0),
                 max: lat.last().copied(),
-                errors: error_codes.values().sum(),
+                errors,
                 error_codes,
             });
         }
@@ -222,7 +225,7 @@ mod tests {
         );
         let c = &s[0];
         assert_eq!(c.count, 12);
-        assert_eq!(c.req_s, Some(6.0));
+        assert_eq!(c.req_s, Some(5.0), "10 successes in 2 s");
         assert_eq!(c.errors, 2);
         assert_eq!(c.codes_text(), "500:1;timeout:1");
         assert!((c.error_pct() - 100.0 * 2.0 / 12.0).abs() < 1e-9);
