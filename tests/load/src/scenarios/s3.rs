@@ -135,11 +135,15 @@ pub async fn run(ctx: &Ctx, args: &S3Args) -> anyhow::Result<(Vec<(String, f64)>
                 let i = i as u32;
                 let rec = ctx.recorder(i);
                 let mut user = user;
+                // One timer and one stop future for the whole window, not one per request.
+                let window_end = tokio::time::sleep_until(deadline);
+                let stop = ctx.wait_stop();
+                tokio::pin!(window_end, stop);
                 loop {
                     let out = tokio::select! {
                         biased;
-                        _ = tokio::time::sleep_until(deadline) => break,
-                        _ = ctx.wait_stop() => break,
+                        _ = &mut window_end => break,
+                        _ = &mut stop => break,
                         out = send(user.get(&path)) => out,
                     };
                     rec.record(&phase, "chart_data", &out);
