@@ -35,8 +35,8 @@ const RECOMMENDED_POOL_SIZE: u32 = 60;
 /// `COPY` chunks of about this many bytes.
 const CHUNK: usize = 1 << 20;
 
-/// Arguments of `liteset load-examples`.
-#[derive(clap::Args, Debug, Clone)]
+/// Arguments of `liteset load-examples` (no `Debug`: the URL may hold a password).
+#[derive(clap::Args, Clone)]
 pub struct LoadArgs {
     /// PostgreSQL database to create the SSB tables in (postgresql://user:password@host:port/db);
     /// its tables lineorder, customer, supplier, part, dates and ssb_meta are replaced.

@@ -408,7 +408,7 @@ fn ssb_chart(q: &Query, viz: Viz, name: &str, uuid: &str) -> Json {
                    "x_axis_sort_asc": true}),
             json!({"columns": [{"columnType": "BASE_AXIS", "sqlExpression": YEAR_COLUMN,
                                 "label": YEAR_COLUMN, "expressionType": "SQL", "timeGrain": "P1Y"}],
-                   "metrics": [sum], "orderby": [[YEAR_COLUMN, true]],
+                   "metrics": [sum], "orderby": [],
                    "filters": [{"col": YEAR_COLUMN, "op": "TEMPORAL_RANGE", "val": "No filter"}],
                    "row_limit": 10000}),
         ),
