@@ -53,6 +53,9 @@ pub enum StartError {
     /// The plugin host could not be set up.
     #[error("plugins: {0}")]
     Plugins(#[from] crate::plugins::PluginError),
+    /// `liteset load-examples` failed.
+    #[error(transparent)]
+    Examples(#[from] crate::ssb::SsbError),
 }
 
 /// Opens the configured metadata store.

@@ -237,6 +237,9 @@ pub struct DatabaseOverrides {
     pub pool_size: Option<u32>,
     /// See [`QueryConfig::pool_wait_secs`].
     pub pool_wait_secs: Option<u64>,
+    /// This database's own comma-separated list of refused SQL functions, replacing
+    /// [`Config::disallowed_functions`] for its charts and SQL Lab (empty means none).
+    pub disallowed_functions: Option<String>,
 }
 
 impl QueryConfig {
@@ -257,20 +260,40 @@ impl QueryConfig {
 }
 
 impl Config {
-    /// Lower-cased names of the SQL functions queries may not call.
+    /// Lower-cased names of the SQL functions queries may not call (the global list).
     pub fn disallowed_functions(&self) -> std::collections::BTreeSet<String> {
         match &self.disallowed_functions {
             None => DEFAULT_DISALLOWED_FUNCTIONS
                 .iter()
                 .map(|f| (*f).to_owned())
                 .collect(),
-            Some(list) => list
-                .split(',')
-                .map(|f| f.trim().to_ascii_lowercase())
-                .filter(|f| !f.is_empty())
-                .collect(),
+            Some(list) => function_list(list),
         }
     }
+
+    /// The SQL functions queries on the database called `database_name` may not call: its
+    /// `query.databases.<name>.disallowed_functions` when set, else the global list.
+    pub fn disallowed_functions_for(
+        &self,
+        database_name: &str,
+    ) -> std::collections::BTreeSet<String> {
+        match self
+            .query
+            .databases
+            .get(database_name)
+            .and_then(|o| o.disallowed_functions.as_deref())
+        {
+            Some(list) => function_list(list),
+            None => self.disallowed_functions(),
+        }
+    }
+}
+
+fn function_list(list: &str) -> std::collections::BTreeSet<String> {
+    list.split(',')
+        .map(|f| f.trim().to_ascii_lowercase())
+        .filter(|f| !f.is_empty())
+        .collect()
 }
 
 /// Authentication and session settings.
@@ -689,6 +712,24 @@ mod tests {
         .unwrap();
         assert_eq!(c.bind, "127.0.0.1:2");
         assert_eq!(c.auth.access_token_ttl_secs, 60);
+    }
+
+    #[test]
+    fn a_database_may_have_its_own_disallowed_functions() {
+        let mut c = Config::default();
+        c.query.databases.insert(
+            "ssb".into(),
+            DatabaseOverrides {
+                disallowed_functions: Some(" Version, dblink ,".into()),
+                ..DatabaseOverrides::default()
+            },
+        );
+        assert!(c.disallowed_functions_for("other").contains("pg_sleep"));
+        let ssb = c.disallowed_functions_for("ssb");
+        assert!(!ssb.contains("pg_sleep"));
+        assert_eq!(ssb.into_iter().collect::<Vec<_>>(), ["dblink", "version"]);
+        c.disallowed_functions = Some(String::new());
+        assert!(c.disallowed_functions_for("other").is_empty());
     }
 
     #[test]

@@ -126,17 +126,26 @@ fn write_data(path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn column(name: &str, ty: &str, is_dttm: bool, expression: Option<&str>) -> Json {
+/// A dataset column of a bundle.
+pub(crate) fn column(name: &str, ty: &str, is_dttm: bool, expression: Option<&str>) -> Json {
     json!({"column_name": name, "type": ty, "is_dttm": is_dttm, "is_active": true,
            "groupby": true, "filterable": true, "expression": expression, "verbose_name": null})
 }
 
-fn metric(name: &str, expression: &str, verbose: Option<&str>) -> Json {
+/// A saved metric of a bundle.
+pub(crate) fn metric(name: &str, expression: &str, verbose: Option<&str>) -> Json {
     json!({"metric_name": name, "expression": expression, "verbose_name": verbose})
 }
 
 /// A chart whose saved query context asks for `query`.
-fn chart(name: &str, uuid: &str, dataset_uuid: &str, viz: &str, params: Json, query: Json) -> Json {
+pub(crate) fn chart(
+    name: &str,
+    uuid: &str,
+    dataset_uuid: &str,
+    viz: &str,
+    params: Json,
+    query: Json,
+) -> Json {
     let context = json!({
         "datasource": {"id": 0, "type": "table"},
         "force": false,

@@ -16,6 +16,7 @@ pub mod plugins;
 pub mod query;
 pub mod render;
 pub mod seal;
+pub mod ssb;
 pub mod store;
 pub mod telemetry;
 pub mod uri;

@@ -1,5 +1,5 @@
-//! The `liteset` command: serve, init, migrate, create-admin, check-config, and the plugin
-//! authoring tools (`liteset plugin …`, in `liteset::authoring`).
+//! The `liteset` command: serve, init, migrate, create-admin, check-config, load-examples, and
+//! the plugin authoring tools (`liteset plugin …`, in `liteset::authoring`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -43,6 +43,9 @@ enum Command {
     CreateAdmin(CreateAdmin),
     /// Print the effective configuration (secrets redacted) and exit.
     CheckConfig,
+    /// Generate the Star Schema Benchmark tables in a PostgreSQL database and register it with
+    /// datasets, charts and dashboards (example data for load tests).
+    LoadExamples(liteset::ssb::LoadArgs),
     /// Write, build, test and install plugins (tools for plugin authors).
     #[command(subcommand)]
     Plugin(liteset::authoring::PluginCommand),
@@ -110,6 +113,11 @@ fn main() -> ExitCode {
         Err(StartError::Config(e)) => {
             eprintln!("{e}");
             ExitCode::from(2)
+        }
+        Err(StartError::Examples(e)) => {
+            tracing::error!(message = "load-examples failed.", error = %e);
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
         }
         Err(e) => {
             tracing::error!(message = "Fatal error.", error = %e);
@@ -195,6 +203,15 @@ async fn run(command: Command, config: Config) -> Result<(), StartError> {
         }
         Command::CheckConfig => {
             print!("{}", config.redacted_toml());
+            Ok(())
+        }
+        Command::LoadExamples(args) => {
+            // Arguments first, so a typo costs nothing.
+            let plan = liteset::ssb::Plan::new(&args)?;
+            let state = app::state(config).await?;
+            app::init(&state).await?;
+            let summary = liteset::ssb::run(&state, &plan).await?;
+            print!("{}", summary.report(&state.config));
             Ok(())
         }
         // Handled in `main` before the configuration is loaded.

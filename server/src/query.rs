@@ -33,6 +33,8 @@ pub struct Datasource {
     pub id: i64,
     /// Its database.
     pub database_id: i64,
+    /// The database's `database_name` (keys its `query.databases.<name>` settings).
+    pub database_name: String,
     /// The database's engine.
     pub engine: Engine,
     /// Schema of a physical table.

@@ -223,6 +223,7 @@ async fn load_datasource(
         Datasource {
             id,
             database_id,
+            database_name: db.map(|d| d.text("database_name")).unwrap_or_default(),
             engine: spec.uri.engine,
             schema: opt_text(rec.text("schema")),
             table_name: rec.text("table_name"),
@@ -700,9 +701,10 @@ async fn ensure_totals(
     Ok(())
 }
 
-/// Refuses SQL calling a function of `LITESET_DISALLOWED_FUNCTIONS`.
+/// Refuses SQL calling a function the dataset's database may not call
+/// (`query.databases.<name>.disallowed_functions`, else `LITESET_DISALLOWED_FUNCTIONS`).
 fn check_functions(state: &AppState, ds: &Datasource, sql: &str) -> Result<(), QueryError> {
-    let denied = state.config.disallowed_functions();
+    let denied = state.config.disallowed_functions_for(&ds.database_name);
     if denied.is_empty() {
         return Ok(());
     }

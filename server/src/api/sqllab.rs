@@ -734,7 +734,9 @@ impl SqlLabApi {
             Err(e) => return Err(e.into()),
         };
 
-        let denied = state.config.disallowed_functions();
+        let denied = state
+            .config
+            .disallowed_functions_for(&db.text("database_name"));
         let plan = match sqllab::plan(d, &b.sql, limit, db.flag("allow_dml"), &denied) {
             Ok(p) => p,
             Err(e) => {
@@ -1014,7 +1016,9 @@ impl SqlLabApi {
                         "Only the results of a SELECT can be exported".into(),
                     )));
                 }
-                let denied = state.config.disallowed_functions();
+                let denied = state
+                    .config
+                    .disallowed_functions_for(&db.text("database_name"));
                 if let Ok(called) = sqlcheck::functions_called(d, &executed) {
                     let bad: Vec<String> =
                         called.into_iter().filter(|f| denied.contains(f)).collect();
@@ -1154,7 +1158,9 @@ impl SqlLabApi {
             )));
         }
         let statements = sqlcheck::split_statements(d, &b.sql).map_err(SqlLabError::from)?;
-        let denied = state.config.disallowed_functions();
+        let denied = state
+            .config
+            .disallowed_functions_for(&db.text("database_name"));
         let called = sqlcheck::functions_called(d, &b.sql).map_err(SqlLabError::from)?;
         let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
         if !bad.is_empty() {
