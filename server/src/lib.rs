@@ -12,6 +12,7 @@ pub mod config;
 pub mod engines;
 pub mod examples;
 pub mod net;
+pub mod pgpool;
 pub mod plugins;
 pub mod query;
 pub mod render;

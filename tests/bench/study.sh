@@ -7,6 +7,7 @@
 #   bash tests/bench/study.sh                 # s3, s1 at 50 and 200 users, s2 at 20 users
 #   SCENARIOS="s3" DURATION=60s bash tests/bench/study.sh
 #   SF=0.1 OUT=bench-results bash tests/bench/study.sh
+#   SCENARIOS=s3 DELAYS=100,500 S3_DURATION=30s bash tests/bench/study.sh
 #
 # Everything runs on this machine: the harness, the server and PostgreSQL share its cores.
 set -euo pipefail
@@ -28,7 +29,9 @@ LOAD="$CARGO_TARGET_DIR/release/liteset-load"
 # shellcheck source=tests/pg.sh
 source tests/pg.sh
 PG_BASE="${LITESET_TEST_PG_URL%/postgres}"
-as_pg "$PG_BIN/psql" -q -h "$PG_TMP" -p "$PG_PORT" -U postgres -c 'CREATE DATABASE ssb' -c 'CREATE DATABASE liteset'
+# psql sits next to the real initdb (PG_BIN may hold only symlinks to it).
+PSQL="$(dirname "$(readlink -f "$PG_BIN/initdb")")/psql"
+as_pg "$PSQL" -q -h "$PG_TMP" -p "$PG_PORT" -U postgres -c 'CREATE DATABASE ssb' -c 'CREATE DATABASE liteset'
 
 WORK="$(mktemp -d)"
 mkdir -p "$OUT"
@@ -39,13 +42,14 @@ export LITESET_ADMIN_PASSWORD=admin
 export RUST_LOG=warn
 
 log "loading SSB at scale factor $SF"
-"$BIN" init >/dev/null
-"$BIN" load-examples --database-url "$PG_BASE/ssb" --scale-factor "$SF" 2>"$OUT/load-examples.log"
-
-# pg_sleep for the S3 datasets, and a connection per S3 user (load-examples prints both).
-disallowed="$("$BIN" check-config 2>/dev/null | sed -n 's/^disallowed_functions *= *"\(.*\)"$/\1/p' || true)"
-export LITESET_QUERY__DATABASES__SSB__DISALLOWED_FUNCTIONS="${disallowed:-version}"
-export LITESET_QUERY__DATABASES__SSB__POOL_SIZE=64
+"$BIN" load-examples --database-url "$PG_BASE/ssb" --scale-factor "$SF" \
+    >"$OUT/load-examples.txt" 2>&1
+cat "$OUT/load-examples.txt" >&2
+# The settings load-examples asks for: pg_sleep allowed for the ssb database (S3's datasets)
+# and a connection per S3 user.
+while read -r line; do
+    export "${line?}"
+done < <(grep -oE '^\s*LITESET_QUERY__DATABASES__SSB__[A-Z_]+=\S*' "$OUT/load-examples.txt")
 
 "$BIN" serve --bind 127.0.0.1:0 >"$WORK/stdout" 2>"$WORK/stderr" &
 PID=$!
@@ -66,7 +70,8 @@ log "server $BASE (pid $PID); results in $OUT"
 common=(--url "$BASE" --username admin --password admin --server-pid "$PID")
 for s in $SCENARIOS; do
     case "$s" in
-        s3) "$LOAD" s3 "${common[@]}" --users 50 --duration "$S3_DURATION" --out "$OUT/s3" ;;
+        s3) "$LOAD" s3 "${common[@]}" --users 50 --duration "$S3_DURATION" --out "$OUT/s3" \
+                ${DELAYS:+--delays "$DELAYS"} ;;
         s1-*) "$LOAD" s1 "${common[@]}" --users "${s#s1-}" --duration "$DURATION" --ramp-up 20s --out "$OUT/$s" ;;
         s2) "$LOAD" s2 "${common[@]}" --users 20 --duration "$DURATION" --out "$OUT/s2" ;;
         *) log "unknown scenario $s"; exit 2 ;;

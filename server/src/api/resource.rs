@@ -1007,13 +1007,11 @@ pub async fn in_reach(
     scope: &Pred,
     denied: fn() -> ApiError,
 ) -> Result<i64, ApiError> {
-    if !state.store.matches(model, id, &Pred::all()).await? {
-        return Err(ApiError::not_found());
+    match state.store.reach(model, id, scope).await? {
+        None => Err(ApiError::not_found()),
+        Some(false) => Err(denied()),
+        Some(true) => Ok(id),
     }
-    if !state.store.matches(model, id, scope).await? {
-        return Err(denied());
-    }
-    Ok(id)
 }
 
 /// FAB's 403 `{"message": "Forbidden"}`.

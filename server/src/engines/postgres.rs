@@ -10,8 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::pgpool::PgManager;
 use bb8::{ErrorSink, Pool};
-use bb8_postgres::PostgresConnectionManager;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
@@ -28,7 +28,7 @@ const DEFAULT_PORT: u16 = 5432;
 /// A bounded pool for one PostgreSQL database.
 #[derive(Clone)]
 pub(crate) struct PgPool {
-    pool: Pool<PostgresConnectionManager<NoTls>>,
+    pool: Pool<PgManager>,
     last: LastError,
     ctx: Arc<ErrorContext>,
 }
@@ -153,14 +153,12 @@ pub(crate) fn build_pool(
             last: last.clone(),
             ctx: ctx.clone(),
         }))
-        .build_unchecked(PostgresConnectionManager::new(cfg, NoTls));
+        .build_unchecked(PgManager::new(cfg));
     Ok(PgPool { pool, last, ctx })
 }
 
 impl PgPool {
-    async fn get(
-        &self,
-    ) -> Result<bb8::PooledConnection<'static, PostgresConnectionManager<NoTls>>, EngineError> {
+    async fn get(&self) -> Result<bb8::PooledConnection<'static, PgManager>, EngineError> {
         let ctx = self.ctx.clone();
         self.last
             .get(&self.pool, move |e| map_error(&e, &ctx))
@@ -650,7 +648,7 @@ async fn run_statement(
 /// it cancels the statement inside PostgreSQL and only then lets the connection return to the
 /// pool, so a late cancel request can never hit the next statement on that connection.
 struct InFlight {
-    conn: Option<bb8::PooledConnection<'static, PostgresConnectionManager<NoTls>>>,
+    conn: Option<bb8::PooledConnection<'static, PgManager>>,
     token: tokio_postgres::CancelToken,
     in_transaction: bool,
 }

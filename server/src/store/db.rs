@@ -9,11 +9,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::pgpool::PgManager;
 use bb8::{ManageConnection, Pool, PooledConnection};
-use bb8_postgres::PostgresConnectionManager;
 use bytes::BytesMut;
 use chrono::{DateTime, NaiveDateTime, Utc};
-use tokio_postgres::NoTls;
 use tokio_postgres::types::{IsNull, ToSql, Type, to_sql_checked};
 
 use super::{Error, Result};
@@ -381,8 +380,8 @@ fn sqlite_execute(
 // ---------------------------------------------------------------------------------------------
 // PostgreSQL
 
-type PgPool = Pool<PostgresConnectionManager<NoTls>>;
-type PgConn = PooledConnection<'static, PostgresConnectionManager<NoTls>>;
+type PgPool = Pool<PgManager>;
+type PgConn = PooledConnection<'static, PgManager>;
 
 impl ToSql for Value {
     fn to_sql(
@@ -484,11 +483,11 @@ fn pg_row(columns: &Arc<[String]>, row: &tokio_postgres::Row) -> Result<Row> {
 }
 
 async fn pg_query(
-    client: &tokio_postgres::Client,
+    client: &crate::pgpool::PgClient,
     sql: &str,
     params: &[Value],
 ) -> Result<Vec<Row>> {
-    let stmt = client.prepare(sql).await?;
+    let stmt = client.prepare_cached(sql).await?;
     let columns: Arc<[String]> = stmt.columns().iter().map(|c| c.name().to_owned()).collect();
     let rows = client.query(&stmt, &pg_params(params)).await?;
     rows.iter().map(|r| pg_row(&columns, r)).collect()
@@ -546,7 +545,7 @@ impl Db {
                 .map_err(|e: tokio_postgres::Error| Error::Config {
                     message: format!("invalid PostgreSQL URL: {e}"),
                 })?;
-        let manager = PostgresConnectionManager::new(config, NoTls);
+        let manager = PgManager::new(config);
         let pool = Pool::builder()
             .max_size(opts.max_size)
             .connection_timeout(opts.acquire_timeout)
@@ -573,7 +572,7 @@ impl Db {
                 let conn = pool.get_owned().await?;
                 conn.batch_execute("BEGIN").await?;
                 Ok(Tx {
-                    inner: Some(TxInner::Postgres(conn)),
+                    inner: Some(TxInner::Postgres(Box::new(conn))),
                     backend: Backend::Postgres,
                 })
             }
@@ -629,7 +628,8 @@ impl Executor for Db {
 
 enum TxInner {
     Sqlite(SqliteConn),
-    Postgres(PgConn),
+    // Boxed: a pooled client with its statement cache is far larger than the SQLite handle.
+    Postgres(Box<PgConn>),
 }
 
 /// An open transaction holding one connection until commit or drop.

@@ -423,11 +423,28 @@ pub async fn list_ids_in(
 
 /// Whether a row with this id matches `pred`.
 pub async fn matches_in(ex: &impl Executor, model: &Model, id: i64, pred: &Pred) -> Result<bool> {
-    let p = Pred::And(vec![
-        Pred::sql("t.id = ?", vec![Value::Int(id)]),
-        pred.clone(),
-    ]);
-    Ok(list_ids_in(ex, model, &p, None, None).await?.0 > 0)
+    Ok(reach_in(ex, model, id, pred).await? == Some(true))
+}
+
+/// `None` when no row has this id, else whether it matches `pred`: existence (404) and access
+/// (403) in one statement, since every data request asks both.
+pub async fn reach_in(
+    ex: &impl Executor,
+    model: &Model,
+    id: i64,
+    pred: &Pred,
+) -> Result<Option<bool>> {
+    let (cond, mut params) = where_clause(pred);
+    params.push(Value::Int(id));
+    let (table, n) = (model.table, params.len());
+    // BIGINT: PostgreSQL types a bare CASE of literals as int4, which does not decode as i64.
+    let sql = format!(
+        "SELECT CAST(CASE WHEN {cond} THEN 1 ELSE 0 END AS BIGINT) AS n FROM {table} t WHERE t.id = ${n}"
+    );
+    ex.query_opt(&sql, params)
+        .await?
+        .map(|row| row.get::<i64>("n").map(|n| n == 1))
+        .transpose()
 }
 
 /// Loads the records with these ids (in the given order; missing ids are skipped) with
@@ -603,6 +620,11 @@ impl Store {
     /// Whether a row with this id matches `pred`.
     pub async fn matches(&self, model: &Model, id: i64, pred: &Pred) -> Result<bool> {
         matches_in(self.db(), model, id, pred).await
+    }
+
+    /// See [`reach_in`].
+    pub async fn reach(&self, model: &Model, id: i64, pred: &Pred) -> Result<Option<bool>> {
+        reach_in(self.db(), model, id, pred).await
     }
 
     /// Loads the records with these ids (in the given order; missing ids are skipped) with
