@@ -264,8 +264,8 @@ async fn load_tables(
         tx.batch_execute(ddl).await?;
     }
     copy(&tx, "dates", data::Dates::new(), None).await?;
-    copy(&tx, "customer", data::Customers::new(s.customer), None).await?;
-    copy(&tx, "supplier", data::Suppliers::new(s.supplier), None).await?;
+    copy(&tx, "customer", data::Parties::customers(s.customer), None).await?;
+    copy(&tx, "supplier", data::Parties::suppliers(s.supplier), None).await?;
     copy(&tx, "part", data::Parts::new(s.part), None).await?;
     let bar = ProgressBar::new(s.lineorder).with_style(
         ProgressStyle::with_template(

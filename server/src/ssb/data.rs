@@ -242,67 +242,40 @@ fn phone(rng: &mut Rng, nation: usize, out: &mut Vec<u8>) {
     );
 }
 
-/// `customer`: c_custkey, c_name, c_address, c_city, c_nation, c_region, c_phone, c_mktsegment.
-pub struct Customers {
+/// `customer` (c_custkey, c_name, c_address, c_city, c_nation, c_region, c_phone,
+/// c_mktsegment) or `supplier` (the same columns with `s_`, without a segment): both tables
+/// place their rows alike, so one generator writes either.
+pub struct Parties {
     rng: Rng,
     next: u64,
     count: u64,
+    /// `Customer` or `Supplier`, the name prefix; customers also get a market segment.
+    kind: &'static str,
 }
 
-impl Customers {
+impl Parties {
     /// All `count` customers.
-    pub fn new(count: u64) -> Customers {
-        Customers {
+    pub fn customers(count: u64) -> Parties {
+        Parties {
             rng: Rng::new(1),
             next: 1,
             count,
+            kind: "Customer",
         }
     }
-}
 
-impl RowSource for Customers {
-    fn write_next(&mut self, out: &mut Vec<u8>) -> u64 {
-        if self.next > self.count {
-            return 0;
-        }
-        let key = self.next;
-        self.next += 1;
-        let rng = &mut self.rng;
-        let (nation, digit) = place(rng, key);
-        let (name, region) = NATIONS[nation];
-        let _ = write!(out, "{key}\tCustomer#{key:09}\t");
-        address(rng, out);
-        let _ = write!(
-            out,
-            "\t{}\t{name}\t{}\t",
-            city(name, digit),
-            REGIONS[region]
-        );
-        phone(rng, nation, out);
-        let _ = writeln!(out, "\t{}", rng.pick(&SEGMENTS));
-        1
-    }
-}
-
-/// `supplier`: s_suppkey, s_name, s_address, s_city, s_nation, s_region, s_phone.
-pub struct Suppliers {
-    rng: Rng,
-    next: u64,
-    count: u64,
-}
-
-impl Suppliers {
     /// All `count` suppliers.
-    pub fn new(count: u64) -> Suppliers {
-        Suppliers {
+    pub fn suppliers(count: u64) -> Parties {
+        Parties {
             rng: Rng::new(2),
             next: 1,
             count,
+            kind: "Supplier",
         }
     }
 }
 
-impl RowSource for Suppliers {
+impl RowSource for Parties {
     fn write_next(&mut self, out: &mut Vec<u8>) -> u64 {
         if self.next > self.count {
             return 0;
@@ -312,7 +285,7 @@ impl RowSource for Suppliers {
         let rng = &mut self.rng;
         let (nation, digit) = place(rng, key);
         let (name, region) = NATIONS[nation];
-        let _ = write!(out, "{key}\tSupplier#{key:09}\t");
+        let _ = write!(out, "{key}\t{}#{key:09}\t", self.kind);
         address(rng, out);
         let _ = write!(
             out,
@@ -321,6 +294,9 @@ impl RowSource for Suppliers {
             REGIONS[region]
         );
         phone(rng, nation, out);
+        if self.kind == "Customer" {
+            let _ = write!(out, "\t{}", rng.pick(&SEGMENTS));
+        }
         out.push(b'\n');
         1
     }
@@ -745,7 +721,7 @@ mod tests {
     fn cities_and_brands() {
         assert_eq!(city("UNITED KINGDOM", 1), "UNITED KI1");
         assert_eq!(city("CHINA", 2), "CHINA    2");
-        let (_, text) = all(Customers::new(10));
+        let (_, text) = all(Parties::customers(10));
         assert!(
             text.lines()
                 .next()
