@@ -23,6 +23,7 @@ mod render;
 pub mod resource;
 mod saved_query;
 mod security;
+pub mod shell;
 mod sqllab;
 mod users;
 mod web;
@@ -148,8 +149,14 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
     let api = openapi(&state);
     let spec = api.spec_endpoint();
     let swagger = api.swagger_ui();
-    Route::new()
-        .at("/api/v1/_openapi", spec)
+    let mut route = Route::new().at("/api/v1/_openapi", spec).at(
+        "/static/*path",
+        poem::get(shell::static_file).with(poem::middleware::Compression::new()),
+    );
+    for page in shell::PAGES {
+        route = route.at(*page, poem::get(shell::spa_page));
+    }
+    route
         .nest("/swagger/v1", swagger)
         .nest("/", api.into_endpoint())
         .around(middleware::csrf)

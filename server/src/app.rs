@@ -33,6 +33,8 @@ pub struct AppState {
     pub plugins: Arc<crate::plugins::Plugins>,
     /// Finished chart renders (SVG, PNG), next to the results cache.
     pub renders: crate::render::RenderCache,
+    /// Superset's web app, when installed.
+    pub frontend: crate::frontend::Frontend,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -56,6 +58,9 @@ pub enum StartError {
     /// `liteset load-examples` failed.
     #[error(transparent)]
     Examples(#[from] crate::ssb::SsbError),
+    /// `liteset frontend install` failed.
+    #[error("frontend install: {0}")]
+    Frontend(#[from] crate::frontend::install::Error),
 }
 
 /// Opens the configured metadata store.
@@ -97,9 +102,11 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     )?);
     // Renders are small next to the rows they draw: a quarter of the results cache's budget.
     let renders = crate::render::RenderCache::new(config.query.cache_max_mb * 1024 * 1024 / 4);
+    let frontend = crate::frontend::Frontend::new(config.frontend_dir());
     Ok(Arc::new(AppState {
         plugins,
         renders,
+        frontend,
         config,
         store,
         auth,

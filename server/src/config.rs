@@ -88,6 +88,17 @@ pub struct Config {
     pub examples: bool,
     /// Plugin sandbox limits (`[plugins]`, `LITESET_PLUGINS__*`).
     pub plugins: PluginConfig,
+    /// Superset's web frontend (`[frontend]`, `LITESET_FRONTEND__*`).
+    pub frontend: FrontendConfig,
+}
+
+/// Where `liteset frontend install` puts Superset's prebuilt web app and `serve` finds it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FrontendConfig {
+    /// Folder of the installed frontend; unset means `<data_dir>/frontend`. Replicas may
+    /// share one read-only copy.
+    pub dir: Option<PathBuf>,
 }
 
 /// Limits of the WebAssembly plugin sandbox. A plugin may ask for other limits per call kind
@@ -385,6 +396,7 @@ impl Default for Config {
             query: QueryConfig::default(),
             examples: true,
             plugins: PluginConfig::default(),
+            frontend: FrontendConfig::default(),
         }
     }
 }
@@ -458,6 +470,14 @@ impl Config {
         self.bind
             .parse()
             .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], 8088)))
+    }
+
+    /// Folder of the installed web frontend.
+    pub fn frontend_dir(&self) -> PathBuf {
+        self.frontend
+            .dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("frontend"))
     }
 
     /// Path of the embedded SQLite metadata file.

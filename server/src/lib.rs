@@ -11,6 +11,7 @@ pub mod authoring;
 pub mod config;
 pub mod engines;
 pub mod examples;
+pub mod frontend;
 pub mod net;
 pub mod pgpool;
 pub mod plugins;

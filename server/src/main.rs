@@ -49,6 +49,16 @@ enum Command {
     /// Write, build, test and install plugins (tools for plugin authors).
     #[command(subcommand)]
     Plugin(liteset::authoring::PluginCommand),
+    /// Superset's web app: fetch and install it from the Python package index.
+    #[command(subcommand)]
+    Frontend(FrontendCommand),
+}
+
+#[derive(Subcommand)]
+enum FrontendCommand {
+    /// Download the apache-superset release, verify its sha256 and install its prebuilt web
+    /// app (`superset/static/`) into `frontend.dir`; `serve` then serves Superset's UI.
+    Install(liteset::frontend::install::InstallArgs),
 }
 
 #[derive(Args)]
@@ -212,6 +222,18 @@ async fn run(command: Command, config: Config) -> Result<(), StartError> {
             app::init(&state).await?;
             let summary = liteset::ssb::run(&state, &plan).await?;
             print!("{}", summary.report(&state.config));
+            Ok(())
+        }
+        Command::Frontend(FrontendCommand::Install(args)) => {
+            let dir = config.frontend_dir();
+            let record = liteset::frontend::install::install(&dir, &args).await?;
+            println!(
+                "Superset {} web app installed in {} (from {}, sha256 {})",
+                record.version,
+                dir.display(),
+                record.filename,
+                record.sha256
+            );
             Ok(())
         }
         // Handled in `main` before the configuration is loaded.

@@ -39,6 +39,23 @@ pub fn session(req: &Request, state: &AppState) -> Option<SessionData> {
     cookie(req, SESSION_COOKIE).and_then(|c| state.auth.sessions().decode_session(c))
 }
 
+/// Who is calling, from the session cookie (first, as FAB does) or a Bearer token.
+pub async fn authenticate(
+    req: &Request,
+    state: &AppState,
+    session: Option<&SessionData>,
+) -> Principal {
+    let authorization = req
+        .headers()
+        .get(poem::http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let principal = state.auth.authenticate(session, authorization).await;
+    if let Some(u) = principal.user() {
+        tracing::Span::current().record("user_id", u.user.id);
+    }
+    principal
+}
+
 /// The caller: a session-cookie or Bearer-token user, anonymous, or rejected credentials.
 /// Authentication only; each handler authorizes through `AuthService::authorize`.
 pub struct Auth {
@@ -94,17 +111,7 @@ impl<'a> ApiExtractor<'a> for Auth {
     ) -> poem::Result<Self> {
         let state = state(req)?;
         let session = session(req, &state);
-        let authorization = req
-            .headers()
-            .get(poem::http::header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        let principal = state
-            .auth
-            .authenticate(session.as_ref(), authorization)
-            .await;
-        if let Some(u) = principal.user() {
-            tracing::Span::current().record("user_id", u.user.id);
-        }
+        let principal = authenticate(req, &state, session.as_ref()).await;
         Ok(Auth { principal, session })
     }
 }

@@ -104,28 +104,7 @@ impl MeApi {
     #[oai(path = "/roles", method = "get", operation_id = "me_roles")]
     async fn roles(&self, auth: Auth) -> Result<Json<MeRolesResponse>, ApiError> {
         let cu = current(&auth.principal)?;
-        let mut roles = BTreeMap::new();
-        for role in &cu.roles {
-            let pvms = self.state.store.role_permissions(&role.name).await?;
-            roles.insert(
-                role.name.clone(),
-                pvms.into_iter().map(|(p, v)| [p, v]).collect(),
-            );
-        }
-        let access = |perm: &str| {
-            let mut views: Vec<&str> = cu
-                .permissions
-                .iter()
-                .filter(|(p, _)| p == perm)
-                .map(|(_, v)| v.as_str())
-                .collect();
-            views.sort_unstable();
-            views
-        };
-        let permissions = serde_json::json!({
-            "datasource_access": access("datasource_access"),
-            "database_access": access("database_access"),
-        });
+        let (roles, permissions) = super::shell::roles_and_permissions(&self.state, cu).await?;
         let u = &cu.user;
         Ok(Json(MeRolesResponse {
             result: MeRoles {

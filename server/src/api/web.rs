@@ -13,8 +13,9 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{self, Auth};
 use super::security::{session_cookie, session_with_csrf};
+use super::shell;
 use crate::app::AppState;
-use crate::auth::{self, SessionData};
+use crate::auth::{self, Principal, SessionData};
 
 /// The login form's fields.
 #[derive(Debug, Deserialize, Object)]
@@ -28,6 +29,16 @@ pub struct LoginForm {
 }
 
 #[derive(ApiResponse)]
+enum IndexResponse {
+    /// The landing page.
+    #[oai(status = 200)]
+    Page(Html<String>),
+    /// To Superset's welcome page, or its login page first.
+    #[oai(status = 302)]
+    Redirect(#[oai(header = "Location")] String),
+}
+
+#[derive(ApiResponse)]
 enum PageResponse {
     /// The page; the cookie carries the form's CSRF secret.
     #[oai(status = 200)]
@@ -36,7 +47,7 @@ enum PageResponse {
     #[oai(status = 302)]
     Redirect(
         #[oai(header = "Location")] String,
-        #[oai(header = "Set-Cookie")] String,
+        #[oai(header = "Set-Cookie")] Option<String>,
     ),
 }
 
@@ -91,17 +102,35 @@ pub struct WebApi {
 }
 
 impl WebApi {
-    fn form(&self, session: Option<SessionData>, error: Option<&str>, next: &str) -> PageResponse {
+    /// The login page: Superset's own (the app's `/login/` route, with a failed attempt as a
+    /// flashed message) when the frontend is installed, else a plain form with the same
+    /// fields. Either way the cookie carries the CSRF secret of the page's `csrf_token`.
+    async fn form(
+        &self,
+        session: Option<SessionData>,
+        error: Option<&str>,
+        next: &str,
+    ) -> Result<PageResponse, ApiError> {
         let session = session_with_csrf(session);
         let token = self
             .state
             .auth
             .sessions()
             .csrf_token(session.csrf.as_deref().unwrap_or_default());
-        PageResponse::Page(
-            Html(login_page(&token, error, next)),
+        let html = match self.state.frontend.get() {
+            Some(fe) => {
+                let mut payload = shell::bootstrap(&self.state, &Principal::Anonymous).await?;
+                if let Some(e) = error {
+                    payload["common"]["flash_messages"] = serde_json::json!([["danger", e]]);
+                }
+                shell::shell(&fe, "Liteset", &payload, &token)
+            }
+            None => login_page(&token, error, next),
+        };
+        Ok(PageResponse::Page(
+            Html(html),
             session_cookie(&self.state, &session),
-        )
+        ))
     }
 }
 
@@ -109,12 +138,19 @@ impl WebApi {
 impl WebApi {
     /// The login form; sets the `session` cookie holding the form's CSRF secret.
     #[oai(path = "/login", method = "get", operation_id = "web_login_form")]
-    async fn login_form(&self, req: &Request, next: Query<Option<String>>) -> PageResponse {
-        self.form(
-            extract::session(req, &self.state),
-            None,
-            &safe_next(next.0.as_deref()),
-        )
+    async fn login_form(
+        &self,
+        req: &Request,
+        auth: Auth,
+        next: Query<Option<String>>,
+    ) -> Result<PageResponse, ApiError> {
+        let next = safe_next(next.0.as_deref());
+        // Already signed in: straight on, as FAB does.
+        if auth.principal.user().is_some() {
+            return Ok(PageResponse::Redirect(next, None));
+        }
+        self.form(extract::session(req, &self.state), None, &next)
+            .await
     }
 
     /// Logs in from the form and sets the `session` cookie that every /api/v1 route accepts.
@@ -149,11 +185,12 @@ impl WebApi {
                 };
                 Ok(PageResponse::Redirect(
                     next,
-                    session_cookie(&self.state, &fresh),
+                    Some(session_cookie(&self.state, &fresh)),
                 ))
             }
             Err(auth::Error::BadCredentials) => {
-                Ok(self.form(session, Some("Invalid login. Please try again."), &next))
+                self.form(session, Some("Invalid login. Please try again."), &next)
+                    .await
             }
             Err(e) => Err(e.into()),
         }
@@ -164,16 +201,24 @@ impl WebApi {
     async fn logout(&self) -> PageResponse {
         PageResponse::Redirect(
             "/login/".into(),
-            "session=; HttpOnly; Path=/; SameSite=Lax; Max-Age=0".into(),
+            Some("session=; HttpOnly; Path=/; SameSite=Lax; Max-Age=0".into()),
         )
     }
 
-    /// Landing page.
+    /// Landing page: Superset's welcome page when the frontend is installed (after login),
+    /// else a page that says how to install it.
     #[oai(path = "/", method = "get", operation_id = "web_index")]
-    async fn index(&self, auth: Auth) -> Html<String> {
-        let who = auth
-            .principal
-            .user()
+    async fn index(&self, auth: Auth) -> IndexResponse {
+        let signed_in = auth.principal.user();
+        if self.state.frontend.get().is_some() {
+            let to = if signed_in.is_some() {
+                "/superset/welcome/"
+            } else {
+                "/login/"
+            };
+            return IndexResponse::Redirect(to.into());
+        }
+        let who = signed_in
             .map(|u| {
                 format!(
                     "Signed in as {}. <a href=\"/logout/\">Sign out</a>",
@@ -181,13 +226,7 @@ impl WebApi {
                 )
             })
             .unwrap_or_else(|| "<a href=\"/login/\">Sign in</a>".into());
-        Html(format!(
-            "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>Liteset</title></head>\
-             <body style=\"font-family:system-ui,sans-serif;max-width:40rem;margin:3rem auto\">\
-             <h1>Liteset</h1><p>A Superset-compatible BI server. {who}</p>\
-             <p>REST API: <a href=\"/swagger/v1\">Swagger UI</a>, \
-             <a href=\"/api/v1/_openapi\">OpenAPI document</a>.</p></body></html>"
-        ))
+        IndexResponse::Page(Html(shell::not_installed_page(&self.state, &who)))
     }
 
     /// Liveness probe.
