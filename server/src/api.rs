@@ -13,8 +13,11 @@ mod dashboard_page;
 mod database;
 mod dataset;
 pub mod error;
+mod explore;
 pub mod extract;
+mod filter_state;
 pub mod listquery;
+mod log;
 mod me;
 mod middleware;
 mod plugin;
@@ -23,7 +26,9 @@ mod render;
 pub mod resource;
 mod saved_query;
 mod security;
+mod spa;
 mod sqllab;
+mod temporary_cache;
 mod users;
 mod web;
 
@@ -62,6 +67,10 @@ pub enum Tags {
     /// Saved SQL Lab queries.
     SavedQuery,
     Plugin,
+    /// Explore: its initial state, form data and permalinks.
+    Explore,
+    /// Client events and recent activity.
+    Log,
 }
 
 /// Every API struct, in the order their operations appear in the document.
@@ -81,7 +90,14 @@ type Apis = (
     sqllab::SqlLabApi,
     query::QueryApi,
     saved_query::SavedQueryApi,
-    plugin::PluginApi,
+    // Tuples implement `OpenApi` up to 16 members; later APIs nest as one.
+    (
+        plugin::PluginApi,
+        explore::ExploreApi,
+        filter_state::FilterStateApi,
+        log::LogApi,
+        spa::SpaApi,
+    ),
 );
 
 /// The OpenAPI service over every API struct (also used to render the document in tests).
@@ -133,9 +149,23 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
             saved_query::SavedQueryApi {
                 state: state.clone(),
             },
-            plugin::PluginApi {
-                state: state.clone(),
-            },
+            (
+                plugin::PluginApi {
+                    state: state.clone(),
+                },
+                explore::ExploreApi {
+                    state: state.clone(),
+                },
+                filter_state::FilterStateApi {
+                    state: state.clone(),
+                },
+                log::LogApi {
+                    state: state.clone(),
+                },
+                spa::SpaApi {
+                    state: state.clone(),
+                },
+            ),
         ),
         "Liteset",
         env!("CARGO_PKG_VERSION"),

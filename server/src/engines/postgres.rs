@@ -1258,3 +1258,22 @@ mod tests {
         assert!(!is_reserved("name"));
     }
 }
+
+/// PostgreSQL's common built-in functions, for SQL Lab's autocomplete. Superset lists none for
+/// PostgreSQL; a static list costs no query and covers what analysts type.
+pub const FUNCTION_NAMES: &[&str] = &[
+    "abs", "age", "array_agg", "array_length", "avg", "bool_and", "bool_or", "cbrt", "ceil",
+    "ceiling", "char_length", "coalesce", "concat", "concat_ws", "corr", "count", "covar_pop",
+    "covar_samp", "cume_dist", "current_date", "current_time", "current_timestamp", "date_part",
+    "date_trunc", "dense_rank", "div", "every", "exp", "extract", "first_value", "floor",
+    "format", "generate_series", "greatest", "initcap", "json_agg", "json_build_object",
+    "jsonb_agg", "jsonb_build_object", "lag", "last_value", "lead", "least", "left", "length",
+    "ln", "localtime", "localtimestamp", "log", "lower", "lpad", "ltrim", "make_date",
+    "make_interval", "make_timestamp", "max", "md5", "min", "mod", "mode", "now", "nth_value",
+    "ntile", "nullif", "percent_rank", "percentile_cont", "percentile_disc", "pi", "position",
+    "power", "random", "rank", "regexp_match", "regexp_replace", "regexp_split_to_array",
+    "repeat", "replace", "reverse", "right", "round", "row_number", "rpad", "rtrim", "sign",
+    "split_part", "sqrt", "stddev", "stddev_pop", "stddev_samp", "string_agg", "strpos",
+    "substr", "substring", "sum", "to_char", "to_date", "to_number", "to_timestamp", "translate",
+    "trim", "trunc", "upper", "var_pop", "var_samp", "variance", "width_bucket",
+];

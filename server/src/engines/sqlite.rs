@@ -915,3 +915,23 @@ mod tests {
         assert!(!is_reserved("name"));
     }
 }
+
+/// SQLite's built-in scalar, aggregate, window, date and math functions, for SQL Lab's
+/// autocomplete (Superset's `SqliteEngineSpec.get_function_names`).
+pub const FUNCTION_NAMES: &[&str] = &[
+    "abs", "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "avg", "ceil",
+    "ceiling", "changes", "char", "coalesce", "concat", "concat_ws", "cos", "cosh", "count",
+    "cume_dist", "date", "datetime", "degrees", "dense_rank", "exp", "first_value", "floor",
+    "format", "glob", "group_concat", "hex", "ifnull", "iif", "instr", "json", "json_array",
+    "json_array_length", "json_each", "json_extract", "json_group_array", "json_group_object",
+    "json_insert", "json_object", "json_patch", "json_quote", "json_remove", "json_replace",
+    "json_set", "json_tree", "json_type", "json_valid", "julianday", "lag", "last_insert_rowid",
+    "last_value", "lead", "length", "like", "likelihood", "likely", "ln", "load_extension",
+    "log", "log10", "log2", "lower", "ltrim", "max", "min", "mod", "nth_value", "ntile",
+    "nullif", "percent_rank", "pi", "pow", "power", "printf", "quote", "radians", "random",
+    "randomblob", "rank", "replace", "round", "row_number", "rtrim", "sign", "sin", "sinh",
+    "soundex", "sqlite_compileoption_get", "sqlite_compileoption_used", "sqlite_offset",
+    "sqlite_source_id", "sqlite_version", "sqrt", "strftime", "string_agg", "substr",
+    "substring", "sum", "tan", "tanh", "time", "total", "total_changes", "trim", "trunc",
+    "typeof", "unhex", "unicode", "unixepoch", "unlikely", "upper", "zeroblob",
+];

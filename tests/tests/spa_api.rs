@@ -1,0 +1,414 @@
+//! The endpoints Superset's single-page app calls beyond the catalog: explore's initial state,
+//! explore form data and dashboard filter state (round trips, owners, tabs, malformed input),
+//! permalinks, the client event log with recent activity, and the small page-load endpoints.
+
+use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, both_backends};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+/// Creates `name` (password `<name>-pass-123`) with the given built-in roles.
+async fn user_with_roles(admin: &Api, name: &str, roles: &[&str]) -> Api {
+    let mut ids = Vec::new();
+    for role in roles {
+        let (_, found) = admin
+            .get(&format!(
+                "/api/v1/security/roles/?q=(filters:!((col:name,opr:eq,value:{role})))"
+            ))
+            .await;
+        ids.push(found["result"][0]["id"].as_i64().unwrap());
+    }
+    let (s, user) = admin
+        .post(
+            "/api/v1/security/users/",
+            json!({"username": name, "first_name": name, "last_name": "Tester",
+                   "email": format!("{name}@example.com"), "password": format!("{name}-pass-123"),
+                   "roles": ids, "active": true}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{user}");
+    admin_login_as(admin, name).await
+}
+
+async fn admin_login_as(admin: &Api, name: &str) -> Api {
+    let server_base = admin.base.clone();
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let tokens =
+        liteset_tests::login(&client, &server_base, name, &format!("{name}-pass-123")).await;
+    let token = tokens["access_token"].as_str().unwrap().to_owned();
+    let csrf = liteset_tests::csrf(&client, &server_base, &token).await;
+    Api {
+        client,
+        base: server_base,
+        token,
+        csrf,
+    }
+}
+
+/// The id of a record of `resource` whose `col` equals `value`.
+async fn id_of(api: &Api, resource: &str, col: &str, value: &str) -> i64 {
+    let (s, r) = api
+        .get(&format!(
+            "/api/v1/{resource}/?q=(filters:!((col:{col},opr:eq,value:'{value}')))"
+        ))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    r["result"][0]["id"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{resource} {value}: {r}"))
+}
+
+both_backends! {
+    async fn filter_state_round_trip_and_owners(meta: Metadata) {
+        let server = TestServer::builder().metadata(meta).start().await.unwrap();
+        let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+        let (s, d) = admin
+            .post("/api/v1/dashboard/", json!({"dashboard_title": "Filters", "slug": "filters"}))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{d}");
+        let dash = d["id"].as_i64().unwrap();
+        let base = format!("/api/v1/dashboard/{dash}/filter_state");
+
+        let v1 = json!({"NATIVE_FILTER-1": {"filterState": {"value": ["north"]}}}).to_string();
+        let (s, r) = admin.post(&base, json!({"value": v1})).await;
+        assert_eq!(s, StatusCode::CREATED, "{r}");
+        let key = r["key"].as_str().unwrap().to_owned();
+        assert!(key.len() >= 16, "{key}");
+        let (s, r) = admin.get(&format!("{base}/{key}")).await;
+        assert_eq!((s, r.clone()), (StatusCode::OK, json!({"value": v1})), "{r}");
+
+        // A tab keeps its key across updates.
+        let (s, r) = admin.post(&format!("{base}?tab_id=7"), json!({"value": v1})).await;
+        assert_eq!(s, StatusCode::CREATED, "{r}");
+        let tab_key = r["key"].as_str().unwrap().to_owned();
+        let v2 = json!({"NATIVE_FILTER-1": {"filterState": {"value": ["south"]}}}).to_string();
+        let (s, r) = admin.put(&format!("{base}/{tab_key}?tab_id=7"), json!({"value": v2})).await;
+        assert_eq!((s, r["key"].as_str()), (StatusCode::OK, Some(tab_key.as_str())), "{r}");
+        let (_, r) = admin.get(&format!("{base}/{tab_key}")).await;
+        assert_eq!(r["value"], json!(v2));
+
+        // Without a tab, an update answers with a new key holding the new value.
+        let (s, r) = admin.put(&format!("{base}/{key}"), json!({"value": v2})).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        let new_key = r["key"].as_str().unwrap().to_owned();
+        assert_ne!(new_key, key);
+        let (_, r) = admin.get(&format!("{base}/{new_key}")).await;
+        assert_eq!(r["value"], json!(v2));
+
+        // By slug too; another dashboard does not see the key.
+        let (s, r) = admin.get(&format!("/api/v1/dashboard/filters/filter_state/{new_key}")).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        let (_, other) = admin
+            .post("/api/v1/dashboard/", json!({"dashboard_title": "Other"}))
+            .await;
+        let other = other["id"].as_i64().unwrap();
+        let (s, r) = admin
+            .get(&format!("/api/v1/dashboard/{other}/filter_state/{new_key}"))
+            .await;
+        assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
+
+        // Another user reads (keys are shared links) but may not change or delete.
+        let gus = user_with_roles(&admin, "gus", &["Gamma"]).await;
+        let (s, r) = gus.get(&format!("{base}/{new_key}")).await;
+        assert_eq!((s, r["value"].clone()), (StatusCode::OK, json!(v2)), "{r}");
+        let denied = json!({"message": "You don't have permission to modify the value."});
+        let (s, r) = gus.put(&format!("{base}/{new_key}"), json!({"value": "{}"})).await;
+        assert_eq!((s, r), (StatusCode::FORBIDDEN, denied.clone()));
+        let (s, r) = gus.delete(&format!("{base}/{new_key}")).await;
+        assert_eq!((s, r), (StatusCode::FORBIDDEN, denied));
+        let (_, r) = admin.get(&format!("{base}/{new_key}")).await;
+        assert_eq!(r["value"], json!(v2), "unchanged");
+
+        // Malformed input.
+        let (s, r) = admin.post(&base, json!({"value": "{not json"})).await;
+        assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": {"value": ["JSON not valid"]}})));
+        let (s, r) = admin.post(&base, json!({})).await;
+        assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": {"value": ["Missing data for required field."]}})));
+        let (s, r) = admin.post(&base, json!({"value": 3})).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+        let big = format!("\"{}\"", "x".repeat(3 * 1024 * 1024));
+        let (s, r) = admin.post(&base, json!({"value": big})).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+        let (s, r) = admin
+            .post("/api/v1/dashboard/99999/filter_state", json!({"value": "{}"}))
+            .await;
+        assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Resource was not found."})));
+
+        // Delete → gone.
+        let (s, r) = admin.delete(&format!("{base}/{new_key}")).await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"message": "Deleted successfully"})));
+        let (s, r) = admin.get(&format!("{base}/{new_key}")).await;
+        assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
+        let (s, _) = admin.delete(&format!("{base}/{new_key}")).await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+
+        // Dashboard permalinks.
+        let state = json!({"dataMask": {"NATIVE_FILTER-1": {"filterState": {"value": ["north"]}}},
+                           "activeTabs": ["TAB-1"], "urlParams": [["standalone", "1"]], "anchor": "CHART-1"});
+        let (s, r) = admin.post(&format!("/api/v1/dashboard/{dash}/permalink"), state.clone()).await;
+        assert_eq!(s, StatusCode::CREATED, "{r}");
+        let pkey = r["key"].as_str().unwrap().to_owned();
+        assert!(r["url"].as_str().unwrap().ends_with(&format!("/superset/dashboard/p/{pkey}/")), "{r}");
+        let (s, r) = gus.get(&format!("/api/v1/dashboard/permalink/{pkey}")).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(r["state"], state);
+        let (_, d) = admin.get(&format!("/api/v1/dashboard/{dash}")).await;
+        assert_eq!(r["dashboardId"], d["result"]["uuid"]);
+        let (s, _) = admin.get("/api/v1/dashboard/permalink/nope").await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let (s, r) = admin
+            .post(&format!("/api/v1/dashboard/{dash}/permalink"), json!({"activeTabs": "TAB-1"}))
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+    }
+
+    async fn log_and_recent_activity(meta: Metadata) {
+        let server = TestServer::builder().metadata(meta).start().await.unwrap();
+        let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+        let (_, d) = admin
+            .post("/api/v1/dashboard/", json!({"dashboard_title": "Visited", "slug": "visited"}))
+            .await;
+        let dash = d["id"].as_i64().unwrap();
+
+        let (s, r) = admin.get("/api/v1/log/recent_activity/?q=(page_size:24,distinct:!f)").await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"result": []})));
+
+        // The app's beacon: multipart form data with the events as JSON text.
+        let events = json!([
+            {"event_name": "mount_dashboard", "source": "dashboard", "source_id": dash, "ts": 1},
+            {"event_name": "spa_navigation", "path": "/superset/welcome/"},
+        ]);
+        let form = reqwest::multipart::Form::new().text("events", events.to_string());
+        let resp = admin
+            .request(reqwest::Method::POST, &format!("/superset/log/?explode=events&dashboard_id={dash}"))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        assert_eq!(resp.text().await.unwrap(), "");
+        // The fallback form post, a JSON body, text, and garbage are all accepted.
+        let resp = admin
+            .request(reqwest::Method::POST, &format!("/superset/log/?explode=events&dashboard_id={dash}"))
+            .form(&[("events", events.to_string())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        for body in ["{\"events\": []}", "not json at all", ""] {
+            let resp = admin
+                .request(reqwest::Method::POST, "/superset/log/?explode=events")
+                .header("content-type", "text/plain")
+                .body(body)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), StatusCode::OK, "{body}");
+        }
+        let (s, r) = admin.post("/api/v1/log/", json!({"events": events})).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+
+        let (s, r) = admin.get("/api/v1/log/recent_activity/?q=(page_size:24,distinct:!f)").await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        let items = r["result"].as_array().unwrap();
+        assert_eq!(items.len(), 2, "{r}");
+        assert_eq!(items[0]["item_type"], "dashboard");
+        assert_eq!(items[0]["item_title"], "Visited");
+        assert_eq!(items[0]["item_url"], "/superset/dashboard/visited/");
+        assert_eq!(items[0]["action"], "log");
+        assert!(items[0]["time"].as_f64().unwrap() > 1.6e12, "{r}");
+        let (_, r) = admin.get("/api/v1/log/recent_activity/").await;
+        assert_eq!(r["result"].as_array().unwrap().len(), 1, "distinct by default: {r}");
+        let (s, r) = admin.get("/api/v1/log/recent_activity/?q=(page:'x')").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+
+        // Another user's activity is their own.
+        let gus = user_with_roles(&admin, "gus", &["Gamma"]).await;
+        let (s, r) = gus.get("/api/v1/log/recent_activity/").await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"result": []})));
+    }
+}
+
+/// Explore on the embedded examples (SQLite metadata): the initial state, form data, permalinks.
+#[tokio::test]
+async fn explore_state_form_data_and_permalinks() {
+    let server = TestServer::builder().start().await.unwrap();
+    let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let chart = id_of(&admin, "chart", "slice_name", "Quarterly units by channel").await;
+    let dataset = id_of(&admin, "dataset", "table_name", "sales").await;
+    let (_, c) = admin.get(&format!("/api/v1/chart/{chart}")).await;
+    let chart_ds = c["result"]["datasource_id"]
+        .as_i64()
+        .unwrap_or(dataset);
+
+    // A saved chart: its slice, its dataset, its form data.
+    let (s, r) = admin.get(&format!("/api/v1/explore/?slice_id={chart}")).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let res = &r["result"];
+    assert_eq!(res["slice"]["slice_id"], chart);
+    assert_eq!(res["slice"]["slice_name"], "Quarterly units by channel");
+    assert_eq!(res["form_data"]["slice_id"], chart);
+    assert_eq!(res["form_data"]["viz_type"], "echarts_timeseries_bar");
+    assert_eq!(
+        res["form_data"]["datasource"],
+        format!("{chart_ds}__table")
+    );
+    assert_eq!(res["form_data"]["url_params"], json!({"slice_id": chart.to_string()}));
+    assert_eq!(res["dataset"]["id"], chart_ds);
+    assert_eq!(res["dataset"]["uid"], format!("{chart_ds}__table"));
+    assert_eq!(res["dataset"]["type"], "table");
+    assert_eq!(res["dataset"]["database"]["parameters"], json!({}));
+    assert!(res["dataset"]["columns"].as_array().unwrap().iter().any(|c| c["column_name"] == "order_date" || c["column_name"] == "month"), "{r}");
+    assert_eq!(res["message"], Value::Null);
+    assert!(res["metadata"]["dashboards"].as_array().unwrap().iter().any(|d| d["dashboard_title"] == "Sales overview"), "{r}");
+
+    // A dataset alone.
+    let (s, r) = admin
+        .get(&format!("/api/v1/explore/?datasource_id={dataset}&datasource_type=table"))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["result"]["slice"], Value::Null);
+    assert_eq!(r["result"]["dataset"]["table_name"], "sales");
+    assert_eq!(r["result"]["form_data"]["datasource"], format!("{dataset}__table"));
+
+    // Nothing at all, or a missing dataset: Superset's placeholder dataset.
+    let (s, r) = admin.get("/api/v1/explore/").await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["result"]["dataset"]["name"], "[Missing Dataset]");
+    assert_eq!(r["result"]["form_data"]["datasource"], "None__table");
+    let (s, r) = admin.get("/api/v1/explore/?datasource_id=99999&datasource_type=table").await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["result"]["dataset"]["columns"], json!([]));
+
+    // Form data round trip.
+    let fd = json!({"viz_type": "table", "datasource": format!("{dataset}__table"), "row_limit": 7}).to_string();
+    let body = json!({"datasource_id": dataset, "datasource_type": "table", "form_data": fd});
+    let (s, r) = admin.post("/api/v1/explore/form_data?tab_id=3", body.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{r}");
+    let key = r["key"].as_str().unwrap().to_owned();
+    let (s, r) = admin.get(&format!("/api/v1/explore/form_data/{key}")).await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"form_data": fd})));
+    // The explore page opens it.
+    let (_, r) = admin.get(&format!("/api/v1/explore/?form_data_key={key}")).await;
+    assert_eq!(r["result"]["form_data"]["row_limit"], 7, "{r}");
+    assert_eq!(r["result"]["dataset"]["id"], dataset);
+    // Same tab: same key, new value.
+    let fd2 = json!({"viz_type": "table", "datasource": format!("{dataset}__table"), "row_limit": 9}).to_string();
+    let body2 = json!({"datasource_id": dataset, "datasource_type": "table", "form_data": fd2});
+    let (s, r) = admin.put(&format!("/api/v1/explore/form_data/{key}?tab_id=3"), body2.clone()).await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"key": key})));
+    let (_, r) = admin.get(&format!("/api/v1/explore/form_data/{key}")).await;
+    assert_eq!(r["form_data"], json!(fd2));
+    // A stale key: explore falls back to the chart with Superset's message.
+    let (_, r) = admin
+        .get(&format!("/api/v1/explore/?form_data_key=stale&slice_id={chart}"))
+        .await;
+    assert_eq!(r["result"]["message"], "Form data not found in cache, reverting to chart metadata.");
+    assert_eq!(r["result"]["slice"]["slice_id"], chart);
+
+    // Another admin reads the link but may not change it.
+    let ada = user_with_roles(&admin, "ada", &["Admin"]).await;
+    let (s, _) = ada.get(&format!("/api/v1/explore/form_data/{key}")).await;
+    assert_eq!(s, StatusCode::OK);
+    let denied = json!({"message": "You don't have permission to modify the value."});
+    let (s, r) = ada.put(&format!("/api/v1/explore/form_data/{key}"), body.clone()).await;
+    assert_eq!((s, r), (StatusCode::FORBIDDEN, denied.clone()));
+    let (s, r) = ada.delete(&format!("/api/v1/explore/form_data/{key}")).await;
+    assert_eq!((s, r), (StatusCode::FORBIDDEN, denied.clone()));
+    // A Gamma user without access to the dataset may not even read it.
+    let gus = user_with_roles(&admin, "gus", &["Gamma"]).await;
+    let (s, r) = gus.get(&format!("/api/v1/explore/form_data/{key}")).await;
+    assert_eq!((s, r), (StatusCode::FORBIDDEN, denied));
+    let (s, r) = gus.get(&format!("/api/v1/explore/?datasource_id={dataset}&datasource_type=table")).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{r}");
+    assert_eq!(r["error_type"], "DATASOURCE_SECURITY_ACCESS_ERROR", "{r}");
+
+    // Malformed input.
+    let (s, r) = admin
+        .post("/api/v1/explore/form_data", json!({"datasource_id": dataset, "datasource_type": "table", "form_data": "{nope"}))
+        .await;
+    assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": ["JSON not valid"]})));
+    let (s, r) = admin
+        .post("/api/v1/explore/form_data", json!({"datasource_type": "table", "form_data": "{}"}))
+        .await;
+    assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": {"datasource_id": ["Missing data for required field."]}})));
+    let (s, r) = admin
+        .post("/api/v1/explore/form_data", json!({"datasource_id": dataset, "datasource_type": "cube", "form_data": "{}"}))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+    let (s, r) = admin
+        .post("/api/v1/explore/form_data", json!({"datasource_id": 99999, "datasource_type": "table", "form_data": "{}"}))
+        .await;
+    assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Resource was not found."})));
+    let resp = admin
+        .request(reqwest::Method::POST, "/api/v1/explore/form_data")
+        .header("content-type", "application/json")
+        .body("{oops")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+
+    // Delete → gone.
+    let (s, r) = admin.delete(&format!("/api/v1/explore/form_data/{key}?tab_id=3")).await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"message": "Deleted successfully"})));
+    let (s, r) = admin.get(&format!("/api/v1/explore/form_data/{key}")).await;
+    assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
+
+    // Explore permalinks, and explore opening one.
+    let state = json!({"formData": {"datasource": format!("{dataset}__table"), "viz_type": "table", "row_limit": 5},
+                       "urlParams": [["standalone", "true"]]});
+    let (s, r) = admin.post("/api/v1/explore/permalink", state.clone()).await;
+    assert_eq!(s, StatusCode::CREATED, "{r}");
+    let pkey = r["key"].as_str().unwrap().to_owned();
+    assert!(r["url"].as_str().unwrap().ends_with(&format!("/superset/explore/p/{pkey}/")), "{r}");
+    let (s, r) = admin.get(&format!("/api/v1/explore/permalink/{pkey}")).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["state"], state);
+    assert_eq!(r["datasourceId"], dataset);
+    assert_eq!(r["datasource"], format!("{dataset}__table"));
+    let (_, r) = admin.get(&format!("/api/v1/explore/?permalink_key={pkey}")).await;
+    assert_eq!(r["result"]["form_data"]["row_limit"], 5, "{r}");
+    assert_eq!(r["result"]["form_data"]["url_params"]["standalone"], "true", "{r}");
+    let (s, r) = gus.get(&format!("/api/v1/explore/permalink/{pkey}")).await;
+    assert_eq!(s, StatusCode::FORBIDDEN, "{r}");
+    let (s, r) = admin.post("/api/v1/explore/permalink", json!({"urlParams": []})).await;
+    assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": {"formData": ["Missing data for required field."]}})));
+}
+
+/// The small endpoints pages call on load.
+#[tokio::test]
+async fn page_load_endpoints() {
+    let server = TestServer::builder().start().await.unwrap();
+    let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let (s, r) = admin.get("/api/v1/available_domains/").await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"result": {"domains": null}})));
+    let (s, r) = admin.get("/superset/language_pack/en/").await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(r["locale_data"]["superset"][""]["lang"], "en");
+    assert_eq!(r["domain"], "superset");
+    let (s, _) = admin.get("/superset/language_pack/fr/").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+    let (s, _) = admin.get("/superset/language_pack/..%2Fetc/").await;
+    assert!(s == StatusCode::BAD_REQUEST || s == StatusCode::NOT_FOUND, "{s}");
+    for list in ["report", "tag", "css_template", "annotation_layer", "theme"] {
+        let (s, r) = admin
+            .get(&format!("/api/v1/{list}/?q=(page:0,page_size:25)"))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{list}: {r}");
+        assert_eq!((r["count"].clone(), r["result"].clone()), (json!(0), json!([])), "{list}");
+    }
+    let db = id_of(&admin, "database", "database_name", "examples").await;
+    let (s, r) = admin.get(&format!("/api/v1/database/{db}/function_names/")).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let names = r["function_names"].as_array().unwrap();
+    assert!(names.iter().any(|n| n == "count"), "{r}");
+    assert!(names.iter().any(|n| n == "strftime"), "sqlite's own: {r}");
+
+    // Anonymous callers are refused as everywhere else.
+    let anon = reqwest::Client::new();
+    let resp = anon.get(server.url("/api/v1/available_domains/")).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+}
