@@ -213,7 +213,8 @@ both_backends! {
         let (s, r) = admin.get("/api/v1/log/recent_activity/?q=(page_size:24,distinct:!f)").await;
         assert_eq!(s, StatusCode::OK, "{r}");
         let items = r["result"].as_array().unwrap();
-        assert_eq!(items.len(), 2, "{r}");
+        // One `mount_dashboard` from each of the beacon, the form post and the REST call.
+        assert_eq!(items.len(), 3, "{r}");
         assert_eq!(items[0]["item_type"], "dashboard");
         assert_eq!(items[0]["item_title"], "Visited");
         assert_eq!(items[0]["item_url"], "/superset/dashboard/visited/");
@@ -234,78 +235,121 @@ both_backends! {
 /// Explore on the embedded examples (SQLite metadata): the initial state, form data, permalinks.
 #[tokio::test]
 async fn explore_state_form_data_and_permalinks() {
-    let server = TestServer::builder().start().await.unwrap();
+    let server = TestServer::builder()
+        .env("LITESET_EXAMPLES", "true")
+        .start()
+        .await
+        .unwrap();
     let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
     let chart = id_of(&admin, "chart", "slice_name", "Quarterly units by channel").await;
     let dataset = id_of(&admin, "dataset", "table_name", "sales").await;
     let (_, c) = admin.get(&format!("/api/v1/chart/{chart}")).await;
-    let chart_ds = c["result"]["datasource_id"]
-        .as_i64()
-        .unwrap_or(dataset);
+    let chart_ds = c["result"]["datasource_id"].as_i64().unwrap_or(dataset);
 
     // A saved chart: its slice, its dataset, its form data.
-    let (s, r) = admin.get(&format!("/api/v1/explore/?slice_id={chart}")).await;
+    let (s, r) = admin
+        .get(&format!("/api/v1/explore/?slice_id={chart}"))
+        .await;
     assert_eq!(s, StatusCode::OK, "{r}");
     let res = &r["result"];
     assert_eq!(res["slice"]["slice_id"], chart);
     assert_eq!(res["slice"]["slice_name"], "Quarterly units by channel");
     assert_eq!(res["form_data"]["slice_id"], chart);
     assert_eq!(res["form_data"]["viz_type"], "echarts_timeseries_bar");
+    assert_eq!(res["form_data"]["datasource"], format!("{chart_ds}__table"));
     assert_eq!(
-        res["form_data"]["datasource"],
-        format!("{chart_ds}__table")
+        res["form_data"]["url_params"],
+        json!({"slice_id": chart.to_string()})
     );
-    assert_eq!(res["form_data"]["url_params"], json!({"slice_id": chart.to_string()}));
     assert_eq!(res["dataset"]["id"], chart_ds);
     assert_eq!(res["dataset"]["uid"], format!("{chart_ds}__table"));
     assert_eq!(res["dataset"]["type"], "table");
     assert_eq!(res["dataset"]["database"]["parameters"], json!({}));
-    assert!(res["dataset"]["columns"].as_array().unwrap().iter().any(|c| c["column_name"] == "order_date" || c["column_name"] == "month"), "{r}");
+    assert!(
+        res["dataset"]["columns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["column_name"] == "order_date" || c["column_name"] == "month"),
+        "{r}"
+    );
     assert_eq!(res["message"], Value::Null);
-    assert!(res["metadata"]["dashboards"].as_array().unwrap().iter().any(|d| d["dashboard_title"] == "Sales overview"), "{r}");
+    assert!(
+        res["metadata"]["dashboards"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|d| d["dashboard_title"] == "Sales overview"),
+        "{r}"
+    );
 
     // A dataset alone.
     let (s, r) = admin
-        .get(&format!("/api/v1/explore/?datasource_id={dataset}&datasource_type=table"))
+        .get(&format!(
+            "/api/v1/explore/?datasource_id={dataset}&datasource_type=table"
+        ))
         .await;
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["result"]["slice"], Value::Null);
     assert_eq!(r["result"]["dataset"]["table_name"], "sales");
-    assert_eq!(r["result"]["form_data"]["datasource"], format!("{dataset}__table"));
+    assert_eq!(
+        r["result"]["form_data"]["datasource"],
+        format!("{dataset}__table")
+    );
 
     // Nothing at all, or a missing dataset: Superset's placeholder dataset.
     let (s, r) = admin.get("/api/v1/explore/").await;
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["result"]["dataset"]["name"], "[Missing Dataset]");
     assert_eq!(r["result"]["form_data"]["datasource"], "None__table");
-    let (s, r) = admin.get("/api/v1/explore/?datasource_id=99999&datasource_type=table").await;
+    let (s, r) = admin
+        .get("/api/v1/explore/?datasource_id=99999&datasource_type=table")
+        .await;
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["result"]["dataset"]["columns"], json!([]));
 
     // Form data round trip.
-    let fd = json!({"viz_type": "table", "datasource": format!("{dataset}__table"), "row_limit": 7}).to_string();
+    let fd =
+        json!({"viz_type": "table", "datasource": format!("{dataset}__table"), "row_limit": 7})
+            .to_string();
     let body = json!({"datasource_id": dataset, "datasource_type": "table", "form_data": fd});
-    let (s, r) = admin.post("/api/v1/explore/form_data?tab_id=3", body.clone()).await;
+    let (s, r) = admin
+        .post("/api/v1/explore/form_data?tab_id=3", body.clone())
+        .await;
     assert_eq!(s, StatusCode::CREATED, "{r}");
     let key = r["key"].as_str().unwrap().to_owned();
     let (s, r) = admin.get(&format!("/api/v1/explore/form_data/{key}")).await;
     assert_eq!((s, r), (StatusCode::OK, json!({"form_data": fd})));
     // The explore page opens it.
-    let (_, r) = admin.get(&format!("/api/v1/explore/?form_data_key={key}")).await;
+    let (_, r) = admin
+        .get(&format!("/api/v1/explore/?form_data_key={key}"))
+        .await;
     assert_eq!(r["result"]["form_data"]["row_limit"], 7, "{r}");
     assert_eq!(r["result"]["dataset"]["id"], dataset);
     // Same tab: same key, new value.
-    let fd2 = json!({"viz_type": "table", "datasource": format!("{dataset}__table"), "row_limit": 9}).to_string();
+    let fd2 =
+        json!({"viz_type": "table", "datasource": format!("{dataset}__table"), "row_limit": 9})
+            .to_string();
     let body2 = json!({"datasource_id": dataset, "datasource_type": "table", "form_data": fd2});
-    let (s, r) = admin.put(&format!("/api/v1/explore/form_data/{key}?tab_id=3"), body2.clone()).await;
+    let (s, r) = admin
+        .put(
+            &format!("/api/v1/explore/form_data/{key}?tab_id=3"),
+            body2.clone(),
+        )
+        .await;
     assert_eq!((s, r), (StatusCode::OK, json!({"key": key})));
     let (_, r) = admin.get(&format!("/api/v1/explore/form_data/{key}")).await;
     assert_eq!(r["form_data"], json!(fd2));
     // A stale key: explore falls back to the chart with Superset's message.
     let (_, r) = admin
-        .get(&format!("/api/v1/explore/?form_data_key=stale&slice_id={chart}"))
+        .get(&format!(
+            "/api/v1/explore/?form_data_key=stale&slice_id={chart}"
+        ))
         .await;
-    assert_eq!(r["result"]["message"], "Form data not found in cache, reverting to chart metadata.");
+    assert_eq!(
+        r["result"]["message"],
+        "Form data not found in cache, reverting to chart metadata."
+    );
     assert_eq!(r["result"]["slice"]["slice_id"], chart);
 
     // Another admin reads the link but may not change it.
@@ -313,35 +357,73 @@ async fn explore_state_form_data_and_permalinks() {
     let (s, _) = ada.get(&format!("/api/v1/explore/form_data/{key}")).await;
     assert_eq!(s, StatusCode::OK);
     let denied = json!({"message": "You don't have permission to modify the value."});
-    let (s, r) = ada.put(&format!("/api/v1/explore/form_data/{key}"), body.clone()).await;
+    let (s, r) = ada
+        .put(&format!("/api/v1/explore/form_data/{key}"), body.clone())
+        .await;
     assert_eq!((s, r), (StatusCode::FORBIDDEN, denied.clone()));
-    let (s, r) = ada.delete(&format!("/api/v1/explore/form_data/{key}")).await;
+    let (s, r) = ada
+        .delete(&format!("/api/v1/explore/form_data/{key}"))
+        .await;
     assert_eq!((s, r), (StatusCode::FORBIDDEN, denied.clone()));
     // A Gamma user without access to the dataset may not even read it.
     let gus = user_with_roles(&admin, "gus", &["Gamma"]).await;
     let (s, r) = gus.get(&format!("/api/v1/explore/form_data/{key}")).await;
     assert_eq!((s, r), (StatusCode::FORBIDDEN, denied));
-    let (s, r) = gus.get(&format!("/api/v1/explore/?datasource_id={dataset}&datasource_type=table")).await;
+    let (s, r) = gus
+        .get(&format!(
+            "/api/v1/explore/?datasource_id={dataset}&datasource_type=table"
+        ))
+        .await;
     assert_eq!(s, StatusCode::FORBIDDEN, "{r}");
     assert_eq!(r["error_type"], "DATASOURCE_SECURITY_ACCESS_ERROR", "{r}");
 
     // Malformed input.
     let (s, r) = admin
-        .post("/api/v1/explore/form_data", json!({"datasource_id": dataset, "datasource_type": "table", "form_data": "{nope"}))
+        .post(
+            "/api/v1/explore/form_data",
+            json!({"datasource_id": dataset, "datasource_type": "table", "form_data": "{nope"}),
+        )
         .await;
-    assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": ["JSON not valid"]})));
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": ["JSON not valid"]})
+        )
+    );
     let (s, r) = admin
-        .post("/api/v1/explore/form_data", json!({"datasource_type": "table", "form_data": "{}"}))
+        .post(
+            "/api/v1/explore/form_data",
+            json!({"datasource_type": "table", "form_data": "{}"}),
+        )
         .await;
-    assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": {"datasource_id": ["Missing data for required field."]}})));
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": {"datasource_id": ["Missing data for required field."]}})
+        )
+    );
     let (s, r) = admin
-        .post("/api/v1/explore/form_data", json!({"datasource_id": dataset, "datasource_type": "cube", "form_data": "{}"}))
+        .post(
+            "/api/v1/explore/form_data",
+            json!({"datasource_id": dataset, "datasource_type": "cube", "form_data": "{}"}),
+        )
         .await;
     assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
     let (s, r) = admin
-        .post("/api/v1/explore/form_data", json!({"datasource_id": 99999, "datasource_type": "table", "form_data": "{}"}))
+        .post(
+            "/api/v1/explore/form_data",
+            json!({"datasource_id": 99999, "datasource_type": "table", "form_data": "{}"}),
+        )
         .await;
-    assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Resource was not found."})));
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::NOT_FOUND,
+            json!({"message": "Resource was not found."})
+        )
+    );
     let resp = admin
         .request(reqwest::Method::POST, "/api/v1/explore/form_data")
         .header("content-type", "application/json")
@@ -352,10 +434,18 @@ async fn explore_state_form_data_and_permalinks() {
     assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
 
     // Delete → gone.
-    let (s, r) = admin.delete(&format!("/api/v1/explore/form_data/{key}?tab_id=3")).await;
-    assert_eq!((s, r), (StatusCode::OK, json!({"message": "Deleted successfully"})));
+    let (s, r) = admin
+        .delete(&format!("/api/v1/explore/form_data/{key}?tab_id=3"))
+        .await;
+    assert_eq!(
+        (s, r),
+        (StatusCode::OK, json!({"message": "Deleted successfully"}))
+    );
     let (s, r) = admin.get(&format!("/api/v1/explore/form_data/{key}")).await;
-    assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
+    assert_eq!(
+        (s, r),
+        (StatusCode::NOT_FOUND, json!({"message": "Not found"}))
+    );
 
     // Explore permalinks, and explore opening one.
     let state = json!({"formData": {"datasource": format!("{dataset}__table"), "viz_type": "table", "row_limit": 5},
@@ -363,28 +453,56 @@ async fn explore_state_form_data_and_permalinks() {
     let (s, r) = admin.post("/api/v1/explore/permalink", state.clone()).await;
     assert_eq!(s, StatusCode::CREATED, "{r}");
     let pkey = r["key"].as_str().unwrap().to_owned();
-    assert!(r["url"].as_str().unwrap().ends_with(&format!("/superset/explore/p/{pkey}/")), "{r}");
-    let (s, r) = admin.get(&format!("/api/v1/explore/permalink/{pkey}")).await;
+    assert!(
+        r["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/superset/explore/p/{pkey}/")),
+        "{r}"
+    );
+    let (s, r) = admin
+        .get(&format!("/api/v1/explore/permalink/{pkey}"))
+        .await;
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["state"], state);
     assert_eq!(r["datasourceId"], dataset);
     assert_eq!(r["datasource"], format!("{dataset}__table"));
-    let (_, r) = admin.get(&format!("/api/v1/explore/?permalink_key={pkey}")).await;
+    let (_, r) = admin
+        .get(&format!("/api/v1/explore/?permalink_key={pkey}"))
+        .await;
     assert_eq!(r["result"]["form_data"]["row_limit"], 5, "{r}");
-    assert_eq!(r["result"]["form_data"]["url_params"]["standalone"], "true", "{r}");
+    assert_eq!(
+        r["result"]["form_data"]["url_params"]["standalone"], "true",
+        "{r}"
+    );
     let (s, r) = gus.get(&format!("/api/v1/explore/permalink/{pkey}")).await;
     assert_eq!(s, StatusCode::FORBIDDEN, "{r}");
-    let (s, r) = admin.post("/api/v1/explore/permalink", json!({"urlParams": []})).await;
-    assert_eq!((s, r), (StatusCode::BAD_REQUEST, json!({"message": {"formData": ["Missing data for required field."]}})));
+    let (s, r) = admin
+        .post("/api/v1/explore/permalink", json!({"urlParams": []}))
+        .await;
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": {"formData": ["Missing data for required field."]}})
+        )
+    );
 }
 
 /// The small endpoints pages call on load.
 #[tokio::test]
 async fn page_load_endpoints() {
-    let server = TestServer::builder().start().await.unwrap();
+    let server = TestServer::builder()
+        .env("LITESET_EXAMPLES", "true")
+        .start()
+        .await
+        .unwrap();
     let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
     let (s, r) = admin.get("/api/v1/available_domains/").await;
-    assert_eq!((s, r), (StatusCode::OK, json!({"result": {"domains": null}})));
+    assert_eq!(
+        (s, r),
+        (StatusCode::OK, json!({"result": {"domains": null}}))
+    );
     let (s, r) = admin.get("/superset/language_pack/en/").await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(r["locale_data"]["superset"][""]["lang"], "en");
@@ -392,16 +510,25 @@ async fn page_load_endpoints() {
     let (s, _) = admin.get("/superset/language_pack/fr/").await;
     assert_eq!(s, StatusCode::NOT_FOUND);
     let (s, _) = admin.get("/superset/language_pack/..%2Fetc/").await;
-    assert!(s == StatusCode::BAD_REQUEST || s == StatusCode::NOT_FOUND, "{s}");
+    assert!(
+        s == StatusCode::BAD_REQUEST || s == StatusCode::NOT_FOUND,
+        "{s}"
+    );
     for list in ["report", "tag", "css_template", "annotation_layer", "theme"] {
         let (s, r) = admin
             .get(&format!("/api/v1/{list}/?q=(page:0,page_size:25)"))
             .await;
         assert_eq!(s, StatusCode::OK, "{list}: {r}");
-        assert_eq!((r["count"].clone(), r["result"].clone()), (json!(0), json!([])), "{list}");
+        assert_eq!(
+            (r["count"].clone(), r["result"].clone()),
+            (json!(0), json!([])),
+            "{list}"
+        );
     }
     let db = id_of(&admin, "database", "database_name", "examples").await;
-    let (s, r) = admin.get(&format!("/api/v1/database/{db}/function_names/")).await;
+    let (s, r) = admin
+        .get(&format!("/api/v1/database/{db}/function_names/"))
+        .await;
     assert_eq!(s, StatusCode::OK, "{r}");
     let names = r["function_names"].as_array().unwrap();
     assert!(names.iter().any(|n| n == "count"), "{r}");
@@ -409,6 +536,10 @@ async fn page_load_endpoints() {
 
     // Anonymous callers are refused as everywhere else.
     let anon = reqwest::Client::new();
-    let resp = anon.get(server.url("/api/v1/available_domains/")).send().await.unwrap();
+    let resp = anon
+        .get(server.url("/api/v1/available_domains/"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 }

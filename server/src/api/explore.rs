@@ -82,7 +82,9 @@ fn cache_error(d: Denied) -> ApiError {
 /// The commands' own wording (permalinks).
 fn command_error(d: Denied) -> ApiError {
     match d {
-        Denied::DatasetMissing => ApiError::message(StatusCode::NOT_FOUND, "Dataset does not exist"),
+        Denied::DatasetMissing => {
+            ApiError::message(StatusCode::NOT_FOUND, "Dataset does not exist")
+        }
         Denied::ChartMissing => ApiError::message(StatusCode::NOT_FOUND, "Chart not found."),
         Denied::DatasetForbidden => ApiError::message(
             StatusCode::FORBIDDEN,
@@ -302,8 +304,7 @@ impl ExploreApi {
                 let t = ds_type.clone().unwrap_or_else(|| "None".into());
                 initial.insert("datasource".into(), json!(format!("{d}__{t}")));
                 if had_key {
-                    message =
-                        json!("Form data not found in cache, reverting to dataset metadata.");
+                    message = json!("Form data not found in cache, reverting to dataset metadata.");
                 }
             }
         }
@@ -362,7 +363,9 @@ impl ExploreApi {
                             StatusCode::FORBIDDEN,
                             "DATASOURCE_SECURITY_ACCESS_ERROR",
                             "warning",
-                            format!("This endpoint requires the datasource {id}, database or `all_datasource_access` permission"),
+                            format!(
+                                "This endpoint requires the datasource {id}, database or `all_datasource_access` permission"
+                            ),
                             json!({"link": Json_::Null, "datasource": id}),
                         ));
                     }
@@ -417,7 +420,11 @@ impl ExploreApi {
     }
 
     /// Store form data; `{"key"}` names it in the explore URL.
-    #[oai(path = "/form_data", method = "post", operation_id = "explore_form_data_post")]
+    #[oai(
+        path = "/form_data",
+        method = "post",
+        operation_id = "explore_form_data_post"
+    )]
     async fn form_data_post(
         &self,
         auth: Auth,
@@ -462,7 +469,11 @@ impl ExploreApi {
     }
 
     /// Stored form data: `{"form_data": "<json text>"}`.
-    #[oai(path = "/form_data/:key", method = "get", operation_id = "explore_form_data_get")]
+    #[oai(
+        path = "/form_data/:key",
+        method = "get",
+        operation_id = "explore_form_data_get"
+    )]
     async fn form_data_get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_read", "ExploreFormDataRestApi").await?;
@@ -483,7 +494,11 @@ impl ExploreApi {
     }
 
     /// Replace stored form data (its owner only); the answer's key may be a new one.
-    #[oai(path = "/form_data/:key", method = "put", operation_id = "explore_form_data_put")]
+    #[oai(
+        path = "/form_data/:key",
+        method = "put",
+        operation_id = "explore_form_data_put"
+    )]
     async fn form_data_put(
         &self,
         auth: Auth,
@@ -580,20 +595,28 @@ impl ExploreApi {
     }
 
     /// A permanent link to an explore state: `{"key", "url"}`.
-    #[oai(path = "/permalink", method = "post", operation_id = "explore_permalink_post")]
+    #[oai(
+        path = "/permalink",
+        method = "post",
+        operation_id = "explore_permalink_post"
+    )]
     async fn permalink_post(
         &self,
         auth: Auth,
         req: &poem::Request,
         body: JsonBody<Json_>,
     ) -> Result<Saved, ApiError> {
-        let user =
-            resource::authorized(&self.state, &auth, "can_write", "ExplorePermalinkRestApi")
-                .await?;
+        let user = resource::authorized(&self.state, &auth, "can_write", "ExplorePermalinkRestApi")
+            .await?;
         let state = &body.0;
         let form_data = match state.get("formData") {
             Some(Json_::Object(m)) => m,
-            None => return Err(tc::field_error("formData", "Missing data for required field.")),
+            None => {
+                return Err(tc::field_error(
+                    "formData",
+                    "Missing data for required field.",
+                ));
+            }
             Some(Json_::Null) => return Err(tc::field_error("formData", "Field may not be null.")),
             Some(_) => return Err(tc::field_error("formData", "Not a valid mapping type.")),
         };
@@ -651,8 +674,7 @@ impl ExploreApi {
     )]
     async fn permalink_get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
         let user =
-            resource::authorized(&self.state, &auth, "can_read", "ExplorePermalinkRestApi")
-                .await?;
+            resource::authorized(&self.state, &auth, "can_read", "ExplorePermalinkRestApi").await?;
         let value: Json_ = self
             .state
             .store

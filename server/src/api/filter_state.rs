@@ -121,7 +121,10 @@ impl FilterStateApi {
     ) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", VIEW).await?;
         let id = self.dashboard(&pk.0, &user).await?;
-        let entry = self.entry(id, &key.0).await?.ok_or_else(ApiError::not_found)?;
+        let entry = self
+            .entry(id, &key.0)
+            .await?
+            .ok_or_else(ApiError::not_found)?;
         tc::get_refreshed(&self.state, FILTER_STATE, &key.0, FILTER_STATE_TTL).await?;
         Ok(Json(json!({ "value": entry.value })))
     }
@@ -186,7 +189,10 @@ impl FilterStateApi {
     ) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", VIEW).await?;
         let id = self.dashboard(&pk.0, &user).await?;
-        let entry = self.entry(id, &key.0).await?.ok_or_else(ApiError::not_found)?;
+        let entry = self
+            .entry(id, &key.0)
+            .await?
+            .ok_or_else(ApiError::not_found)?;
         tc::ensure_owner(&auth, &entry)?;
         tc::forget_tab(
             &self.state,
@@ -264,7 +270,8 @@ impl FilterStateApi {
             .kv_get(tc::DASHBOARD_PERMALINK, &key.0)
             .await?
             .ok_or_else(ApiError::not_found)?;
-        let value: Json_ = serde_json::from_str(&entry.value).map_err(|e| ApiError::internal(&e))?;
+        let value: Json_ =
+            serde_json::from_str(&entry.value).map_err(|e| ApiError::internal(&e))?;
         let dashboards = DashboardApi {
             state: self.state.clone(),
         };
@@ -283,9 +290,7 @@ fn permalink_state(body: &Json_) -> Result<Json_, ApiError> {
         let ok = match k.as_str() {
             "dataMask" => v.is_object() || v.is_null(),
             "activeTabs" => {
-                v.is_null()
-                    || v.as_array()
-                        .is_some_and(|a| a.iter().all(Json_::is_string))
+                v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Json_::is_string))
             }
             "anchor" => v.is_string() || v.is_null(),
             "urlParams" => super::explore::check_url_params(body).is_ok(),

@@ -90,7 +90,11 @@ fn keep(req: &poem::Request, events: &[Json_]) -> Vec<LogEvent> {
     let args: Vec<(String, String)> = req
         .uri()
         .query()
-        .map(|q| url::form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+        .map(|q| {
+            url::form_urlencoded::parse(q.as_bytes())
+                .into_owned()
+                .collect()
+        })
         .unwrap_or_default();
     let arg = |name: &str| {
         args.iter()
@@ -124,7 +128,12 @@ fn keep(req: &poem::Request, events: &[Json_]) -> Vec<LogEvent> {
 impl LogApi {
     /// Records what is worth keeping of a batch; failures are logged, never answered.
     async fn record(&self, auth: &Auth, req: &poem::Request, body: poem::Body, perm: (&str, &str)) {
-        if let Err(e) = self.state.auth.authorize(&auth.principal, perm.0, perm.1).await {
+        if let Err(e) = self
+            .state
+            .auth
+            .authorize(&auth.principal, perm.0, perm.1)
+            .await
+        {
             tracing::debug!(message = "Client events dropped.", reason = %e);
             extract::drain(body).await;
             return;
@@ -179,8 +188,8 @@ impl LogApi {
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_recent_activity", "Log").await?;
-        let args = listquery::decode_q(q.0.as_deref())
-            .map_err(|e| ApiError::bad_request(e.message()))?;
+        let args =
+            listquery::decode_q(q.0.as_deref()).map_err(|e| ApiError::bad_request(e.message()))?;
         let schema_error = |field: &str, ty: &str| {
             ApiError::bad_request(format!(
                 "Not a valid rison schema {:?} is not of type '{ty}'",

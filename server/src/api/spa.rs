@@ -121,7 +121,11 @@ impl SpaApi {
     }
 
     /// CSS templates (not supported): always empty.
-    #[oai(path = "/api/v1/css_template", method = "get", operation_id = "css_template_list")]
+    #[oai(
+        path = "/api/v1/css_template",
+        method = "get",
+        operation_id = "css_template_list"
+    )]
     async fn css_templates(
         &self,
         auth: Auth,

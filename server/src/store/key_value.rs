@@ -1,4 +1,4 @@
-//! The app's UI state (`liteset_key_value`) and client event log (`logs`).
+//! The app's UI state (`liteset_key_value`) and client event log (`logs`, created by the catalog migration).
 //!
 //! Entries are plain records: a namespace, a key unique within it, the resource they belong to,
 //! their owner, a text value and an optional expiry. Who may read or change an entry is the API
@@ -49,6 +49,18 @@ pub struct LogEvent {
     pub dashboard_id: Option<i64>,
     /// The chart the event happened on.
     pub slice_id: Option<i64>,
+}
+
+/// The `json` of a logged event as Superset writes it (`json.dumps`, so `": "`), which is what
+/// recent activity matches on.
+fn event_json(event_name: Option<&str>) -> String {
+    match event_name {
+        Some(n) => format!(
+            "{{\"event_name\": {}}}",
+            serde_json::Value::String(n.to_owned())
+        ),
+        None => "{}".to_owned(),
+    }
 }
 
 fn entry(r: &Row) -> Result<KvEntry> {
@@ -146,10 +158,10 @@ impl Store {
         let tx = self.db().begin().await?;
         for e in events {
             tx.execute(
-                "INSERT INTO logs (action, event_name, user_id, dashboard_id, slice_id, dttm) \
+                "INSERT INTO logs (action, json, user_id, dashboard_id, slice_id, dttm) \
                  VALUES ('log', $1, $2, $3, $4, $5)",
                 vec![
-                    Value::from(e.event_name.clone()),
+                    Value::from(event_json(e.event_name.as_deref())),
                     user_id.map_or(Value::Null, Value::Int),
                     e.dashboard_id.map_or(Value::Null, Value::Int),
                     e.slice_id.map_or(Value::Null, Value::Int),
@@ -178,14 +190,16 @@ impl Store {
         let marks: Vec<String> = events
             .iter()
             .map(|e| {
-                params.push(Value::Text(e.clone()));
-                format!("${}", params.len())
+                let pattern = event_json(Some(e));
+                let inner = &pattern[1..pattern.len() - 1];
+                params.push(Value::Text(format!("%{inner}%")));
+                format!("l.json LIKE ${}", params.len())
             })
             .collect();
         let base = format!(
-            "l.action = 'log' AND l.user_id = $1 AND l.event_name IN ({}) \
+            "l.action = 'log' AND l.user_id = $1 AND ({}) \
              AND (l.dashboard_id IS NOT NULL OR l.slice_id IS NOT NULL)",
-            marks.join(", ")
+            marks.join(" OR ")
         );
         let source = if distinct {
             params.push(Value::Timestamp(

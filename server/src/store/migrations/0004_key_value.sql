@@ -16,16 +16,3 @@ CREATE TABLE liteset_key_value (
     UNIQUE (namespace, entry_key)
 );
 CREATE INDEX ix_liteset_key_value_expires ON liteset_key_value (expires_on);
-
--- The client events the app reports (Superset's `logs` table, reduced to what recent
--- activity reads): who opened which dashboard or chart, and when.
-CREATE TABLE logs (
-    id {{ID}},
-    action TEXT NOT NULL,
-    event_name TEXT,
-    user_id BIGINT REFERENCES ab_user(id) ON DELETE CASCADE,
-    dashboard_id BIGINT,
-    slice_id BIGINT,
-    dttm TIMESTAMP NOT NULL
-);
-CREATE INDEX ix_logs_user_dttm ON logs (user_id, dttm);
