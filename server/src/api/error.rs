@@ -60,7 +60,7 @@ pub enum ErrorBody {
     Errors(Vec<SupersetError>),
     /// One SIP-40 error as the whole body (`SupersetSecurityException.to_dict()`), as the
     /// explore endpoint answers a datasource it may not read.
-    Error(SupersetError),
+    Error(Box<SupersetError>),
 }
 
 /// An HTTP error response in Superset's wire format.
@@ -236,7 +236,7 @@ impl ApiError {
     ) -> ApiError {
         ApiError {
             status,
-            body: ErrorBody::Error(entry(error_type, level, message.into(), extra)),
+            body: ErrorBody::Error(Box::new(entry(error_type, level, message.into(), extra))),
             retry_after: None,
         }
     }

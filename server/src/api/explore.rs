@@ -274,8 +274,10 @@ impl ExploreApi {
                     initial.insert("url_params".into(), Json_::Object(pairs));
                 }
             }
-        } else if let Some(key) = form_data_key.0.as_deref().filter(|k| !k.is_empty()) {
-            if let Some(e) = tc::get_refreshed(&self.state, FORM_DATA, key, FORM_DATA_TTL).await? {
+        } else if let Some(key) = form_data_key.0.as_deref().filter(|k| !k.is_empty())
+            && let Some(e) = tc::get_refreshed(&self.state, FORM_DATA, key, FORM_DATA_TTL).await?
+        {
+            {
                 let st = stored_state(&e.value);
                 check_access(
                     &self.state,

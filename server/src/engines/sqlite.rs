@@ -847,75 +847,6 @@ pub fn is_reserved(ident: &str) -> bool {
     RESERVED.contains(&lower.as_str())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn declared_types_render_like_sqlalchemy() {
-        let cases = [
-            ("varchar(50)", "VARCHAR(50)"),
-            ("INTEGER", "INTEGER"),
-            ("int", "INTEGER"),
-            ("bool", "BOOLEAN"),
-            ("NUMERIC(10,2)", "NUMERIC(10, 2)"),
-            ("DECIMAL(10, 2)", "DECIMAL(10, 2)"),
-            ("datetime", "DATETIME"),
-            ("TEXT", "TEXT"),
-            ("REAL", "REAL"),
-            ("double", "FLOAT"),
-            ("UNSIGNED BIG INT", "INTEGER"),
-            ("VARYING CHARACTER(255)", "TEXT"),
-            ("CLOB", "TEXT"),
-            ("DOUBLE PRECISION", "REAL"),
-            ("STRANGE", "NUMERIC"),
-            ("", ""),
-        ];
-        for (declared, want) in cases {
-            assert_eq!(render_type(declared), want, "{declared}");
-        }
-    }
-
-    #[test]
-    fn columns_type_by_superset_then_affinity() {
-        let c = column("d".into(), "DATETIME", true);
-        assert_eq!((c.generic, c.is_dttm), (GenericType::Temporal, true));
-        let c = column("n".into(), "STRANGE", true);
-        assert_eq!(c.generic, GenericType::Numeric);
-        let c = column("x".into(), "", true);
-        assert_eq!(c.generic, GenericType::String);
-        let c = column("b".into(), "BLOB", true);
-        assert_eq!(c.generic, GenericType::String);
-    }
-
-    #[test]
-    fn errors_map() {
-        let fail = |code: i32, msg: &str| {
-            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(msg.to_owned()))
-        };
-        assert_eq!(
-            map_error(fail(1, "no such table: nope")),
-            EngineError::TableNotFound {
-                table: "nope".into()
-            }
-        );
-        assert!(matches!(
-            map_error(fail(1, "near \"FORM\": syntax error")),
-            EngineError::Syntax { .. }
-        ));
-        assert_eq!(
-            map_error(fail(9, "interrupted")),
-            EngineError::StatementTimeout
-        );
-    }
-
-    #[test]
-    fn reserved_words() {
-        assert!(is_reserved("Values"));
-        assert!(!is_reserved("name"));
-    }
-}
-
 /// SQLite's built-in scalar, aggregate, window, date and math functions, for SQL Lab's
 /// autocomplete (Superset's `SqliteEngineSpec.get_function_names`).
 pub const FUNCTION_NAMES: &[&str] = &[
@@ -1036,3 +967,72 @@ pub const FUNCTION_NAMES: &[&str] = &[
     "upper",
     "zeroblob",
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn declared_types_render_like_sqlalchemy() {
+        let cases = [
+            ("varchar(50)", "VARCHAR(50)"),
+            ("INTEGER", "INTEGER"),
+            ("int", "INTEGER"),
+            ("bool", "BOOLEAN"),
+            ("NUMERIC(10,2)", "NUMERIC(10, 2)"),
+            ("DECIMAL(10, 2)", "DECIMAL(10, 2)"),
+            ("datetime", "DATETIME"),
+            ("TEXT", "TEXT"),
+            ("REAL", "REAL"),
+            ("double", "FLOAT"),
+            ("UNSIGNED BIG INT", "INTEGER"),
+            ("VARYING CHARACTER(255)", "TEXT"),
+            ("CLOB", "TEXT"),
+            ("DOUBLE PRECISION", "REAL"),
+            ("STRANGE", "NUMERIC"),
+            ("", ""),
+        ];
+        for (declared, want) in cases {
+            assert_eq!(render_type(declared), want, "{declared}");
+        }
+    }
+
+    #[test]
+    fn columns_type_by_superset_then_affinity() {
+        let c = column("d".into(), "DATETIME", true);
+        assert_eq!((c.generic, c.is_dttm), (GenericType::Temporal, true));
+        let c = column("n".into(), "STRANGE", true);
+        assert_eq!(c.generic, GenericType::Numeric);
+        let c = column("x".into(), "", true);
+        assert_eq!(c.generic, GenericType::String);
+        let c = column("b".into(), "BLOB", true);
+        assert_eq!(c.generic, GenericType::String);
+    }
+
+    #[test]
+    fn errors_map() {
+        let fail = |code: i32, msg: &str| {
+            rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), Some(msg.to_owned()))
+        };
+        assert_eq!(
+            map_error(fail(1, "no such table: nope")),
+            EngineError::TableNotFound {
+                table: "nope".into()
+            }
+        );
+        assert!(matches!(
+            map_error(fail(1, "near \"FORM\": syntax error")),
+            EngineError::Syntax { .. }
+        ));
+        assert_eq!(
+            map_error(fail(9, "interrupted")),
+            EngineError::StatementTimeout
+        );
+    }
+
+    #[test]
+    fn reserved_words() {
+        assert!(is_reserved("Values"));
+        assert!(!is_reserved("name"));
+    }
+}
