@@ -171,9 +171,16 @@ impl LogApi {
 
     /// A batch of client events through the REST API.
     #[oai(path = "/api/v1/log", method = "post", operation_id = "log_post")]
-    async fn post(&self, auth: Auth, req: &poem::Request, body: poem::Body) -> JsonValue {
+    async fn post(
+        &self,
+        auth: Auth,
+        req: &poem::Request,
+        body: poem::Body,
+    ) -> Result<JsonValue, ApiError> {
+        // Never an error: the `Result` documents Superset's error responses like every
+        // other operation of the API.
         self.record(&auth, req, body, ("can_write", "Log")).await;
-        Json(json!({"message": "OK"}))
+        Ok(Json(json!({"message": "OK"})))
     }
 
     /// The dashboards and charts the caller opened last, newest first.
