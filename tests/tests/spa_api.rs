@@ -543,3 +543,294 @@ async fn page_load_endpoints() {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// Drill info on every dashboard load: the dataset's groupable columns and makers; a user
+/// who cannot read the dataset gets 404 without a dashboard and 403 through one.
+#[tokio::test]
+async fn dataset_drill_info() {
+    let server = TestServer::builder()
+        .env("LITESET_EXAMPLES", "true")
+        .start()
+        .await
+        .unwrap();
+    let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let dataset = id_of(&admin, "dataset", "table_name", "sales").await;
+    let dash = id_of(&admin, "dashboard", "slug", "sales-overview").await;
+    let (s, r) = admin
+        .get(&format!(
+            "/api/v1/dataset/{dataset}/drill_info/?q=(dashboard_id:{dash})"
+        ))
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let res = &r["result"];
+    assert_eq!(res["id"], dataset);
+    assert_eq!(res["table_name"], "sales");
+    let names: Vec<&str> = res["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["column_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "id",
+            "order_date",
+            "region",
+            "product",
+            "channel",
+            "quantity",
+            "revenue",
+            "unit_revenue"
+        ]
+    );
+    assert_eq!(
+        res["columns"][0],
+        json!({"column_name": "id", "verbose_name": null})
+    );
+    assert!(res["owners"].is_array(), "{r}");
+    let created = res["created_on_humanized"].as_str().unwrap();
+    assert!(created == "now" || created.ends_with(" ago"), "{created}");
+    assert!(
+        res["changed_on_humanized"].as_str().is_some(),
+        "{r}"
+    );
+    for key in ["created_by", "changed_by"] {
+        let v = &res[key];
+        assert!(v.is_null() || v.get("first_name").is_some(), "{key}: {r}");
+    }
+    // No dashboard needed for a readable dataset.
+    let (s, r2) = admin
+        .get(&format!("/api/v1/dataset/{dataset}/drill_info/"))
+        .await;
+    assert_eq!((s, r2["result"]["id"].clone()), (StatusCode::OK, json!(dataset)));
+
+    let (s, r) = admin
+        .get(&format!(
+            "/api/v1/dataset/{dataset}/drill_info/?q=(dashboard_id:abc)"
+        ))
+        .await;
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": "Not a valid rison schema 'abc' is not of type 'integer'"})
+        )
+    );
+    let (s, _) = admin.get("/api/v1/dataset/99999/drill_info/").await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+
+    let gus = user_with_roles(&admin, "gus", &["Gamma"]).await;
+    let (s, r) = gus
+        .get(&format!("/api/v1/dataset/{dataset}/drill_info/"))
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{r}");
+    let (s, r) = gus
+        .get(&format!(
+            "/api/v1/dataset/{dataset}/drill_info/?q=(dashboard_id:{dash})"
+        ))
+        .await;
+    assert_eq!(
+        (s, r),
+        (StatusCode::FORBIDDEN, json!({"message": "Forbidden"}))
+    );
+    let (s, _) = gus
+        .get(&format!(
+            "/api/v1/dataset/{dataset}/drill_info/?q=(dashboard_id:99999)"
+        ))
+        .await;
+    assert_eq!(s, StatusCode::NOT_FOUND);
+}
+
+both_backends! {
+    async fn dashboard_colors_and_tabs(meta: Metadata) {
+        let server = TestServer::builder().metadata(meta).start().await.unwrap();
+        let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+        let metadata = json!({"color_scheme": "old", "refresh_frequency": 30}).to_string();
+        let (s, d) = admin
+            .post("/api/v1/dashboard/", json!({"dashboard_title": "Colors", "json_metadata": metadata}))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{d}");
+        let dash = d["id"].as_i64().unwrap();
+        let (_, before) = admin.get(&format!("/api/v1/dashboard/{dash}")).await;
+
+        let body = json!({
+            "color_namespace": "ns",
+            "color_scheme": "supersetColors",
+            "label_colors": {"north": "#ff0000"},
+            "shared_label_colors": ["north", "south"],
+            "map_label_colors": {"south": "#00ff00"},
+            "color_scheme_domain": ["#ff0000", "#00ff00"],
+        });
+        let (s, r) = admin
+            .put(&format!("/api/v1/dashboard/{dash}/colors?mark_updated=false"), body)
+            .await;
+        assert_eq!((s, r), (StatusCode::OK, json!({})));
+        let (_, after) = admin.get(&format!("/api/v1/dashboard/{dash}")).await;
+        let meta: Value =
+            serde_json::from_str(after["result"]["json_metadata"].as_str().unwrap()).unwrap();
+        assert_eq!(
+            meta,
+            json!({
+                "color_scheme": "supersetColors",
+                "refresh_frequency": 30,
+                "label_colors": {"north": "#ff0000"},
+                "shared_label_colors": ["north", "south"],
+                "map_label_colors": {"south": "#00ff00"},
+                "color_scheme_domain": ["#ff0000", "#00ff00"],
+            })
+        );
+        assert_eq!(after["result"]["changed_on"], before["result"]["changed_on"], "not marked updated");
+
+        // The legacy object form of shared_label_colors becomes a list; changed_on moves.
+        let (s, _) = admin
+            .put(&format!("/api/v1/dashboard/{dash}/colors"), json!({"shared_label_colors": {"a": "#000"}}))
+            .await;
+        assert_eq!(s, StatusCode::OK);
+        let (_, later) = admin.get(&format!("/api/v1/dashboard/{dash}")).await;
+        let meta: Value =
+            serde_json::from_str(later["result"]["json_metadata"].as_str().unwrap()).unwrap();
+        assert_eq!(meta["shared_label_colors"], json!([]));
+        assert_eq!(meta["color_scheme"], "supersetColors");
+        assert_ne!(later["result"]["changed_on"], before["result"]["changed_on"]);
+
+        let (s, r) = admin
+            .put(
+                &format!("/api/v1/dashboard/{dash}/colors"),
+                json!({"label_colors": [1], "color_scheme_domain": ["#fff", 3], "bogus": 1}),
+            )
+            .await;
+        assert_eq!(
+            (s, r),
+            (
+                StatusCode::BAD_REQUEST,
+                json!({"message": {
+                    "label_colors": ["Not a valid mapping type."],
+                    "color_scheme_domain": {"1": ["Not a valid string."]},
+                    "bogus": ["Unknown field."],
+                }})
+            )
+        );
+        let (s, _) = admin
+            .put("/api/v1/dashboard/99999/colors", json!({"color_scheme": "x"}))
+            .await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        let gus = user_with_roles(&admin, "gus", &["Alpha"]).await;
+        let (s, r) = gus
+            .put(&format!("/api/v1/dashboard/{dash}/colors"), json!({"color_scheme": "x"}))
+            .await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{r}");
+
+        // Tabs: none without a layout, an empty tree for a layout without tabs, the tree.
+        let (s, r) = admin.get(&format!("/api/v1/dashboard/{dash}/tabs")).await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"result": {}})));
+        let position = json!({
+            "DASHBOARD_VERSION_KEY": "v2",
+            "ROOT_ID": {"type": "ROOT", "id": "ROOT_ID", "children": ["TABS-1"]},
+            "TABS-1": {"type": "TABS", "id": "TABS-1", "children": ["TAB-a", "TAB-b"], "parents": ["ROOT_ID"]},
+            "TAB-a": {"type": "TAB", "id": "TAB-a", "children": ["TABS-2"], "meta": {"text": "Overview"}, "parents": ["ROOT_ID", "TABS-1"]},
+            "TAB-b": {"type": "TAB", "id": "TAB-b", "children": [], "meta": {"text": "Details"}, "parents": ["ROOT_ID", "TABS-1"]},
+            "TABS-2": {"type": "TABS", "id": "TABS-2", "children": ["TAB-c"], "parents": ["ROOT_ID", "TABS-1", "TAB-a"]},
+            "TAB-c": {"type": "TAB", "id": "TAB-c", "children": [], "meta": {"text": "Inner"}, "parents": ["ROOT_ID", "TABS-1", "TAB-a", "TABS-2"]},
+        });
+        let (s, r) = admin
+            .put(&format!("/api/v1/dashboard/{dash}"), json!({"slug": "tabbed", "position_json": position.to_string()}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        let (s, r) = admin.get("/api/v1/dashboard/tabbed/tabs").await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(
+            r,
+            json!({"result": {
+                "all_tabs": {"TAB-a": "Overview", "TAB-b": "Details", "TAB-c": "Inner"},
+                "tab_tree": [
+                    {"value": "TAB-a", "title": "Overview", "parents": ["ROOT_ID", "TABS-1"],
+                     "children": [{"value": "TAB-c", "title": "Inner", "children": [],
+                                   "parents": ["ROOT_ID", "TABS-1", "TAB-a", "TABS-2"]}]},
+                    {"value": "TAB-b", "title": "Details", "children": [], "parents": ["ROOT_ID", "TABS-1"]},
+                ],
+            }})
+        );
+        let flat = json!({
+            "ROOT_ID": {"type": "ROOT", "id": "ROOT_ID", "children": ["GRID_ID"]},
+            "GRID_ID": {"type": "GRID", "id": "GRID_ID", "children": []},
+        });
+        admin
+            .put(&format!("/api/v1/dashboard/{dash}"), json!({"position_json": flat.to_string()}))
+            .await;
+        let (s, r) = admin.get(&format!("/api/v1/dashboard/{dash}/tabs")).await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"result": {"all_tabs": {}, "tab_tree": []}})));
+        let (s, _) = admin.get("/api/v1/dashboard/nope/tabs").await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+    }
+}
+
+/// Explore's time filter label: a rison string or a list of ranges with shifts.
+#[tokio::test]
+async fn time_range_resolution() {
+    let server = TestServer::builder().start().await.unwrap();
+    let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let (s, r) = admin.get("/api/v1/time_range/?q=%27No%20filter%27").await;
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::OK,
+            json!({"result": [{"since": "", "until": "", "timeRange": "No filter", "shift": null}]})
+        )
+    );
+    let (s, r) = admin
+        .get("/api/v1/time_range/?q=%272021-01-01%20%3A%202021-02-01%27")
+        .await;
+    assert_eq!(
+        (s, r["result"][0].clone()),
+        (
+            StatusCode::OK,
+            json!({"since": "2021-01-01T00:00:00", "until": "2021-02-01T00:00:00",
+                   "timeRange": "2021-01-01 : 2021-02-01", "shift": null})
+        )
+    );
+    let (s, r) = admin
+        .get("/api/v1/time_range/?q=!((timeRange:%27Last%20week%27),(timeRange:%272021-01-01%20%3A%202021-02-01%27,shift:%271%20year%20ago%27))")
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let today = chrono::Utc::now().date_naive();
+    let week_ago = today - chrono::Duration::days(7);
+    assert_eq!(
+        r["result"][0],
+        json!({"since": format!("{week_ago}T00:00:00"), "until": format!("{today}T00:00:00"),
+               "timeRange": "Last week", "shift": null})
+    );
+    assert_eq!(
+        r["result"][1],
+        json!({"since": "2020-01-01T00:00:00", "until": "2020-02-01T00:00:00",
+               "timeRange": "2021-01-01 : 2021-02-01", "shift": "1 year ago"})
+    );
+    let (s, r) = admin
+        .get("/api/v1/time_range/?q=%27foo%20%3A%202021-01-01%27")
+        .await;
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": "Unexpected time range: Cannot parse time string [foo]"})
+        )
+    );
+    let (s, r) = admin
+        .get("/api/v1/time_range/?q=%272022-01-01%20%3A%202021-01-01%27")
+        .await;
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": "Unexpected time range: From date cannot be larger than to date"})
+        )
+    );
+    let (s, r) = admin.get("/api/v1/time_range/?q=5").await;
+    assert_eq!(
+        (s, r),
+        (
+            StatusCode::BAD_REQUEST,
+            json!({"message": "Not a valid rison schema 5 is not of type 'string', 'array'"})
+        )
+    );
+}

@@ -15,8 +15,10 @@ use serde_json::json;
 use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
+use super::listquery;
 use super::resource::{self, JsonValue};
 use crate::app::AppState;
+use crate::query::timerange::{self, Relative};
 
 /// The app's small endpoints.
 pub struct SpaApi {
@@ -72,6 +74,41 @@ async fn empty_list(
     })))
 }
 
+/// The `q` of `/time_range/`, checked against Superset's schema (a string, or a list of
+/// `{timeRange, shift}` objects): the (range, shift) pairs to resolve.
+fn time_range_query(q: Option<&str>) -> Result<Vec<(String, Option<String>)>, ApiError> {
+    let value = listquery::decode_q(q).map_err(|e| ApiError::bad_request(e.message()))?;
+    let schema = |v: &serde_json::Value, ty: &str| {
+        ApiError::bad_request(format!(
+            "Not a valid rison schema {} is not of type {ty}",
+            listquery::python_repr(v)
+        ))
+    };
+    let items = match &value {
+        serde_json::Value::String(s) => return Ok(vec![(s.clone(), None)]),
+        serde_json::Value::Array(items) => items,
+        other => return Err(schema(other, "'string', 'array'")),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let serde_json::Value::Object(map) = item else {
+            return Err(schema(item, "'object'"));
+        };
+        for key in ["timeRange", "shift"] {
+            if let Some(v) = map.get(key).filter(|v| !v.is_string()) {
+                return Err(schema(v, "'string'"));
+            }
+        }
+        let range = map
+            .get("timeRange")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| ApiError::bad_request("Unexpected time range: 'timeRange'"))?;
+        let shift = map.get("shift").and_then(|v| v.as_str()).map(str::to_owned);
+        out.push((range.to_owned(), shift));
+    }
+    Ok(out)
+}
+
 #[OpenApi(tag = "Tags::Web")]
 impl SpaApi {
     /// The domains charts may be fetched from in parallel (none configured).
@@ -106,6 +143,38 @@ impl SpaApi {
             ));
         }
         Ok(Json(english_pack()))
+    }
+
+    /// Resolves time ranges as chart queries would: `?q='Last week'` or
+    /// `?q=!((timeRange:'Last week',shift:'1 year ago'))`. Bounds are ISO datetimes, `""`
+    /// when open.
+    #[oai(path = "/api/v1/time_range", method = "get", operation_id = "time_range")]
+    async fn time_range(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, "can_time_range", "Api")
+            .await?;
+        let ranges = time_range_query(q.0.as_deref())?;
+        let now = chrono::Utc::now().naive_utc();
+        let mut result = Vec::new();
+        for (range, shift) in ranges {
+            let r = timerange::get_since_until(
+                Some(&range),
+                shift.as_deref(),
+                Relative::Today,
+                Relative::Today,
+                now,
+            )
+            .map_err(|e| ApiError::bad_request(format!("Unexpected time range: {e}")))?;
+            let bound = |t: Option<chrono::NaiveDateTime>| t.map(resource::iso).unwrap_or_default();
+            result.push(json!({
+                "since": bound(r.since),
+                "until": bound(r.until),
+                "timeRange": range,
+                "shift": shift,
+            }));
+        }
+        Ok(Json(json!({ "result": result })))
     }
 
     /// Alerts & reports (not supported): always empty.
