@@ -13,8 +13,11 @@ mod dashboard_page;
 mod database;
 mod dataset;
 pub mod error;
+mod explore;
 pub mod extract;
+mod filter_state;
 pub mod listquery;
+mod log;
 mod me;
 mod middleware;
 mod plugin;
@@ -24,7 +27,9 @@ pub mod resource;
 mod saved_query;
 mod security;
 pub mod shell;
+mod spa;
 mod sqllab;
+mod temporary_cache;
 mod users;
 mod web;
 
@@ -63,6 +68,10 @@ pub enum Tags {
     /// Saved SQL Lab queries.
     SavedQuery,
     Plugin,
+    /// Explore: its initial state, form data and permalinks.
+    Explore,
+    /// Client events and recent activity.
+    Log,
 }
 
 /// Every API struct, in the order their operations appear in the document.
@@ -82,7 +91,14 @@ type Apis = (
     sqllab::SqlLabApi,
     query::QueryApi,
     saved_query::SavedQueryApi,
-    plugin::PluginApi,
+    // Tuples implement `OpenApi` up to 16 members; later APIs nest as one.
+    (
+        plugin::PluginApi,
+        explore::ExploreApi,
+        filter_state::FilterStateApi,
+        log::LogApi,
+        spa::SpaApi,
+    ),
 );
 
 /// The OpenAPI service over every API struct (also used to render the document in tests).
@@ -134,9 +150,23 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
             saved_query::SavedQueryApi {
                 state: state.clone(),
             },
-            plugin::PluginApi {
-                state: state.clone(),
-            },
+            (
+                plugin::PluginApi {
+                    state: state.clone(),
+                },
+                explore::ExploreApi {
+                    state: state.clone(),
+                },
+                filter_state::FilterStateApi {
+                    state: state.clone(),
+                },
+                log::LogApi {
+                    state: state.clone(),
+                },
+                spa::SpaApi {
+                    state: state.clone(),
+                },
+            ),
         ),
         "Liteset",
         env!("CARGO_PKG_VERSION"),

@@ -380,6 +380,14 @@ pub fn quote_ident(engine: Engine, ident: &str) -> String {
     }
 }
 
+/// The function names SQL Lab's editor autocompletes for an engine.
+pub fn function_names(engine: Engine) -> &'static [&'static str] {
+    match engine {
+        Engine::Postgres => postgres::FUNCTION_NAMES,
+        Engine::Sqlite => sqlite::FUNCTION_NAMES,
+    }
+}
+
 /// Superset's "SELECT * … LIMIT" preview query, formatted as Superset 6.0 formats it:
 /// `SELECT *\nFROM public.my_table\nLIMIT 100`.
 pub fn select_star(engine: Engine, schema: Option<&str>, table: &str, limit: u64) -> String {

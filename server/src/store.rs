@@ -6,6 +6,7 @@
 
 pub mod catalog;
 pub mod db;
+pub mod key_value;
 mod migrations;
 pub mod model;
 pub mod plugins;

@@ -605,6 +605,63 @@ impl DashboardApi {
         Ok(resource::deleted(&SPEC, n))
     }
 
+    /// Save the colors explore and the dashboard assign (owners and admins). Only the color
+    /// keys of `json_metadata` change; `?mark_updated=false` keeps `changed_on`. Answers `{}`.
+    #[oai(
+        path = "/:pk/colors",
+        method = "put",
+        operation_id = "dashboard_put_colors"
+    )]
+    async fn put_colors(
+        &self,
+        auth: Auth,
+        pk: Path<String>,
+        mark_updated: Query<Option<String>>,
+        body: JsonBody<Json_>,
+    ) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        let colors = colors_from_body(&body.0)?;
+        let touch = mark_updated.0.as_deref().is_none_or(python_truthy);
+        let id = pk.0.parse::<i64>().map_err(|_| ApiError::not_found())?;
+        // Superset finds the dashboard through its access filter (404), then checks
+        // ownership (403).
+        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
+            return Err(ApiError::not_found());
+        }
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
+        let found = self
+            .state
+            .store
+            .edit_dashboard_metadata(id, user.user.id, touch, |meta| {
+                for (k, v) in colors {
+                    meta.insert(k.to_owned(), v);
+                }
+            })
+            .await?;
+        if !found {
+            return Err(ApiError::not_found());
+        }
+        Ok(Json(json!({})))
+    }
+
+    /// The dashboard's tabs, as a tree and as an id → title map.
+    #[oai(path = "/:key/tabs", method = "get", operation_id = "dashboard_tabs")]
+    async fn tabs(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        let id = self.resolve(&key.0, &user).await?;
+        let rec = self.state.store.load_one(&DASHBOARD, id, &[]).await?;
+        let position = rec
+            .get::<String>("position_json")
+            .filter(|p| !p.is_empty())
+            .map(|p| serde_json::from_str::<Json_>(&p))
+            .transpose()
+            .map_err(|e| {
+                ApiError::bad_request(format!("Tab schema is invalid, caused by: {e}"))
+            })?;
+        Ok(Json(json!({"result": tabs_of(position.as_ref())})))
+    }
+
     /// The dashboard's embedded configuration.
     #[oai(
         path = "/:key/embedded",
@@ -664,6 +721,174 @@ impl DashboardApi {
     }
 }
 
+/// Deepest tab nesting rendered; Superset's editor allows far fewer levels.
+const MAX_TAB_DEPTH: usize = 64;
+
+/// Superset's `Dashboard.tabs` as `TabsPayloadSchema` dumps it: `{}` without a layout,
+/// otherwise `all_tabs` (tab id → title) and `tab_tree`. The layout is walked breadth-first
+/// from `ROOT_ID` as Superset does: `ROOT`/`GRID` pass their children through, a `TABS`
+/// contributes its children to the enclosing list, a `TAB` collects the tabs nested in it
+/// (directly through a `TABS`; tabs inside rows or columns are not found, as in Superset).
+/// Missing nodes are skipped and each node is visited once.
+fn tabs_of(position: Option<&Json_>) -> Json_ {
+    let Some(Json_::Object(nodes)) = position else {
+        return json!({});
+    };
+    if nodes.is_empty() {
+        return json!({});
+    }
+    // `lists[0]` is the tab tree; each TAB owns one list of the tabs nested in it.
+    let mut lists: Vec<Vec<&str>> = vec![Vec::new()];
+    let mut tab_children: std::collections::HashMap<&str, usize> = Default::default();
+    let mut all_tabs = serde_json::Map::new();
+    let mut visited = std::collections::HashSet::new();
+    let mut queue = std::collections::VecDeque::from([("ROOT_ID", 0usize)]);
+    while let Some((id, list)) = queue.pop_front() {
+        let Some(node) = nodes.get(id) else { continue };
+        if !visited.insert(id) {
+            continue;
+        }
+        let ty = node.get("type").and_then(Json_::as_str).unwrap_or("");
+        let own = lists.len();
+        lists.push(Vec::new());
+        let children = node.get("children").and_then(Json_::as_array);
+        for child in children.into_iter().flatten().filter_map(Json_::as_str) {
+            match ty {
+                "TABS" => {
+                    lists[list].push(child);
+                    queue.push_back((child, own));
+                }
+                "GRID" | "ROOT" => queue.push_back((child, list)),
+                "TAB" => queue.push_back((child, own)),
+                _ => {}
+            }
+        }
+        if ty == "TAB" {
+            tab_children.insert(id, own);
+            all_tabs.insert(id.to_owned(), json!(tab_title(node)));
+        }
+    }
+    fn render(
+        list: usize,
+        lists: &[Vec<&str>],
+        tabs: &std::collections::HashMap<&str, usize>,
+        nodes: &serde_json::Map<String, Json_>,
+        depth: usize,
+    ) -> Json_ {
+        if depth > MAX_TAB_DEPTH {
+            return json!([]);
+        }
+        let items = lists[list].iter().map(|id| {
+            let node = nodes.get(*id);
+            let mut out = serde_json::Map::new();
+            if let (Some(&own), Some(node)) = (tabs.get(id), node) {
+                out.insert("children".into(), render(own, lists, tabs, nodes, depth + 1));
+                out.insert("value".into(), json!(id));
+                out.insert("title".into(), json!(tab_title(node)));
+            }
+            if let Some(parents) = node.and_then(|n| n.get("parents")).and_then(Json_::as_array) {
+                let parents: Vec<String> = parents.iter().map(python_str).collect();
+                out.insert("parents".into(), json!(parents));
+            }
+            Json_::Object(out)
+        });
+        Json_::Array(items.collect())
+    }
+    json!({
+        "all_tabs": all_tabs,
+        "tab_tree": render(0, &lists, &tab_children, nodes, 0),
+    })
+}
+
+/// A tab's title, `meta.text`, as marshmallow's `Str` dumps it.
+fn tab_title(node: &Json_) -> String {
+    node.get("meta")
+        .and_then(|m| m.get("text"))
+        .map_or_else(String::new, python_str)
+}
+
+fn python_str(v: &Json_) -> String {
+    match v {
+        Json_::String(s) => s.clone(),
+        other => super::listquery::python_repr(other),
+    }
+}
+
+/// Superset's `parse_boolean_string`: `true`, `1`, `yes`, `y`, `t`, `on` in any case.
+fn python_truthy(s: &str) -> bool {
+    matches!(
+        s.to_ascii_lowercase().as_str(),
+        "true" | "1" | "yes" | "y" | "t" | "on"
+    )
+}
+
+/// Validates a colors body as Superset's `DashboardColorsConfigUpdateSchema` does (400
+/// `{"message": {field: [..]}}`), returning the `json_metadata` keys it sets.
+/// `color_namespace` is accepted but, as in Superset, not stored; a `shared_label_colors`
+/// object is the legacy form and becomes `[]`.
+fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError> {
+    let Json_::Object(map) = body else {
+        return Err(ApiError::fields(
+            StatusCode::BAD_REQUEST,
+            json!({"_schema": ["Invalid input type."]}),
+        ));
+    };
+    let mut errors = serde_json::Map::new();
+    let mut out = Vec::new();
+    for (key, value) in map {
+        let err: Option<Json_> = match (key.as_str(), value) {
+            ("color_namespace" | "color_scheme", Json_::Null | Json_::String(_)) => None,
+            ("color_namespace" | "color_scheme", _) => Some(json!(["Not a valid string."])),
+            ("map_label_colors" | "label_colors" | "shared_label_colors", Json_::Null) => {
+                Some(json!(["Field may not be null."]))
+            }
+            ("map_label_colors" | "label_colors", Json_::Object(_)) => None,
+            ("map_label_colors" | "label_colors", _) => {
+                Some(json!(["Not a valid mapping type."]))
+            }
+            ("shared_label_colors", Json_::Object(_)) => None,
+            ("shared_label_colors", Json_::Array(items)) if items.iter().all(Json_::is_string) => {
+                None
+            }
+            ("shared_label_colors", _) => Some(json!(["Not a valid list"])),
+            ("color_scheme_domain", Json_::Null) => Some(json!(["Field may not be null."])),
+            ("color_scheme_domain", Json_::Array(items)) => {
+                let bad: serde_json::Map<String, Json_> = items
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| !v.is_string())
+                    .map(|(i, _)| (i.to_string(), json!(["Not a valid string."])))
+                    .collect();
+                (!bad.is_empty()).then(|| Json_::Object(bad))
+            }
+            ("color_scheme_domain", _) => Some(json!(["Not a valid list."])),
+            _ => Some(json!(["Unknown field."])),
+        };
+        if let Some(e) = err {
+            errors.insert(key.clone(), e);
+            continue;
+        }
+        let stored = match key.as_str() {
+            "color_scheme" => "color_scheme",
+            "map_label_colors" => "map_label_colors",
+            "label_colors" => "label_colors",
+            "color_scheme_domain" => "color_scheme_domain",
+            "shared_label_colors" => {
+                let v = if value.is_object() { json!([]) } else { value.clone() };
+                out.push(("shared_label_colors", v));
+                continue;
+            }
+            _ => continue,
+        };
+        out.push((stored, value.clone()));
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::fields(StatusCode::BAD_REQUEST, Json_::Object(errors)))
+    }
+}
+
 /// `/api/v1/embedded_dashboard/<uuid>`.
 pub struct EmbeddedApi {
     pub(super) state: Arc<AppState>,
@@ -705,4 +930,39 @@ async fn embedded_json(
         "changed_on": resource::iso(changed),
         "changed_by": Json_::Null,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tabs_follow_superset() {
+        assert_eq!(tabs_of(None), json!({}));
+        let no_tabs = json!({
+            "ROOT_ID": {"type": "ROOT", "id": "ROOT_ID", "children": ["GRID_ID"]},
+            "GRID_ID": {"type": "GRID", "id": "GRID_ID", "children": ["ROW-1"]},
+            "ROW-1": {"type": "ROW", "id": "ROW-1", "children": []},
+        });
+        assert_eq!(tabs_of(Some(&no_tabs)), json!({"all_tabs": {}, "tab_tree": []}));
+        let nested = json!({
+            "ROOT_ID": {"type": "ROOT", "id": "ROOT_ID", "children": ["TABS-1"]},
+            "TABS-1": {"type": "TABS", "id": "TABS-1", "children": ["TAB-a", "TAB-b"], "parents": ["ROOT_ID"]},
+            "TAB-a": {"type": "TAB", "id": "TAB-a", "children": ["TABS-2"], "meta": {"text": "A"}, "parents": ["ROOT_ID", "TABS-1"]},
+            "TAB-b": {"type": "TAB", "id": "TAB-b", "children": [], "meta": {"text": "B"}},
+            "TABS-2": {"type": "TABS", "id": "TABS-2", "children": ["TAB-c"]},
+            "TAB-c": {"type": "TAB", "id": "TAB-c", "children": ["ROOT_ID"], "meta": {"text": "C"}},
+        });
+        assert_eq!(
+            tabs_of(Some(&nested)),
+            json!({
+                "all_tabs": {"TAB-a": "A", "TAB-b": "B", "TAB-c": "C"},
+                "tab_tree": [
+                    {"children": [{"children": [], "value": "TAB-c", "title": "C"}],
+                     "value": "TAB-a", "title": "A", "parents": ["ROOT_ID", "TABS-1"]},
+                    {"children": [], "value": "TAB-b", "title": "B"},
+                ]
+            })
+        );
+    }
 }

@@ -635,6 +635,18 @@ impl DatabaseApi {
         Ok(Json(json!({"result": schemas})))
     }
 
+    /// Functions the editor autocompletes: `{"function_names": [...]}`.
+    #[oai(
+        path = "/:pk/function_names",
+        method = "get",
+        operation_id = "database_function_names"
+    )]
+    async fn function_names(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let names = crate::engines::function_names(spec.uri.engine);
+        Ok(Json(json!({ "function_names": names })))
+    }
+
     /// Tables and views of a schema.
     #[oai(path = "/:pk/tables", method = "get", operation_id = "database_tables")]
     async fn tables(

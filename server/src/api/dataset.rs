@@ -283,6 +283,36 @@ fn users_json(users: &[Record]) -> Json_ {
     json!(users.iter().map(|u| json!({"id": u.id, "first_name": u.text("first_name"), "last_name": u.text("last_name")})).collect::<Vec<_>>())
 }
 
+/// Superset's `DatasetDrillInfoSchema`: the groupable columns (name and verbose name), the
+/// owners', creator's and last editor's names, and both times humanized.
+async fn drill_info_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
+    let rec = state
+        .store
+        .load_one(&DATASET, id, &["owners", "created_by", "changed_by"])
+        .await?;
+    let (columns, _) = children(state, id).await?;
+    let name = |u: &Record| json!({"first_name": u.text("first_name"), "last_name": u.text("last_name")});
+    let one = |rel: &str| rec.related(rel).first().map_or(Json_::Null, name);
+    let humanized = |f: &str| {
+        rec.get::<chrono::NaiveDateTime>(f)
+            .map_or(Json_::Null, |t| json!(resource::humanize(t)))
+    };
+    Ok(json!({
+        "id": rec.id,
+        "table_name": rec.text("table_name"),
+        "columns": columns
+            .iter()
+            .filter(|c| c.flag("groupby"))
+            .map(|c| json!({"column_name": c.text("column_name"), "verbose_name": c.get::<String>("verbose_name")}))
+            .collect::<Vec<_>>(),
+        "owners": rec.related("owners").iter().map(name).collect::<Vec<_>>(),
+        "created_by": one("created_by"),
+        "created_on_humanized": humanized("created_on"),
+        "changed_by": one("changed_by"),
+        "changed_on_humanized": humanized("changed_on"),
+    }))
+}
+
 /// The show payload of a dataset (`GET /dataset/<pk>`).
 async fn show_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
     let rec = state
@@ -1043,6 +1073,45 @@ impl DatasetApi {
         Ok(Json(
             super::database::related_objects(&self.state, &[id], false).await?,
         ))
+    }
+
+    /// What drilling into the dataset shows: its groupable columns and who made it. Readable
+    /// datasets answer directly; otherwise `?q=(dashboard_id:N)` is Superset's fallback for
+    /// embedded and dashboard-RBAC users, neither of which Liteset has, so a dataset out of
+    /// reach is 403 when both records exist and 404 otherwise.
+    #[oai(
+        path = "/:pk/drill_info",
+        method = "get",
+        operation_id = "dataset_drill_info"
+    )]
+    async fn drill_info(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        let user =
+            resource::authorized(&self.state, &auth, "can_get_drill_info", SPEC.view_menu).await?;
+        let dashboard = super::listquery::parse_drill_info_query(q.0.as_deref())
+            .map_err(|e| ApiError::bad_request(e.message()))?;
+        let id = pk.0;
+        let scope = catalog::dataset_scope(&user.grants());
+        if self.state.store.reach(&DATASET, id, &scope).await? != Some(true) {
+            let Some(dashboard) = dashboard else {
+                return Err(ApiError::not_found());
+            };
+            let dashboard_exists = self
+                .state
+                .store
+                .matches(&catalog::DASHBOARD, dashboard, &Pred::all())
+                .await?;
+            let dataset_exists = self.state.store.matches(&DATASET, id, &Pred::all()).await?;
+            if !(dashboard_exists && dataset_exists) {
+                return Err(ApiError::not_found());
+            }
+            return Err(resource::forbidden());
+        }
+        Ok(Json(json!({"result": drill_info_json(&self.state, id).await?})))
     }
 
     /// Copy a virtual dataset under a new name.

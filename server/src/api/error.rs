@@ -58,6 +58,9 @@ pub enum ErrorBody {
     Message(Value),
     /// `{"errors": […]}`
     Errors(Vec<SupersetError>),
+    /// One SIP-40 error as the whole body (`SupersetSecurityException.to_dict()`), as the
+    /// explore endpoint answers a datasource it may not read.
+    Error(Box<SupersetError>),
 }
 
 /// An HTTP error response in Superset's wire format.
@@ -162,6 +165,25 @@ fn issue_message(code: u16) -> &'static str {
     }
 }
 
+/// A SIP-40 entry with the `issue_codes` of its type added to `extra`.
+fn entry(error_type: &str, level: &str, message: String, extra: Value) -> SupersetError {
+    let mut extra = match extra {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
+    let codes: Vec<Value> = issue_codes(error_type)
+        .into_iter()
+        .map(|(code, text)| json!({"code": code, "message": format!("Issue {code} - {text}")}))
+        .collect();
+    extra.insert("issue_codes".into(), Value::Array(codes));
+    SupersetError {
+        message,
+        error_type: error_type.to_owned(),
+        level: level.to_owned(),
+        extra: poem_openapi::types::Any(Value::Object(extra)),
+    }
+}
+
 impl ApiError {
     /// flask-jwt-style error.
     pub fn msg(status: StatusCode, msg: impl Into<String>) -> ApiError {
@@ -197,23 +219,24 @@ impl ApiError {
         message: impl Into<String>,
         extra: Value,
     ) -> ApiError {
-        let mut extra = match extra {
-            Value::Object(m) => m,
-            _ => serde_json::Map::new(),
-        };
-        let codes: Vec<Value> = issue_codes(error_type)
-            .into_iter()
-            .map(|(code, text)| json!({"code": code, "message": format!("Issue {code} - {text}")}))
-            .collect();
-        extra.insert("issue_codes".into(), Value::Array(codes));
         ApiError {
             status,
-            body: ErrorBody::Errors(vec![SupersetError {
-                message: message.into(),
-                error_type: error_type.to_owned(),
-                level: "error".into(),
-                extra: poem_openapi::types::Any(Value::Object(extra)),
-            }]),
+            body: ErrorBody::Errors(vec![entry(error_type, "error", message.into(), extra)]),
+            retry_after: None,
+        }
+    }
+
+    /// One SIP-40 error as the whole body at `level`; `issue_codes` are added from the type.
+    pub fn superset_error(
+        status: StatusCode,
+        error_type: &str,
+        level: &str,
+        message: impl Into<String>,
+        extra: Value,
+    ) -> ApiError {
+        ApiError {
+            status,
+            body: ErrorBody::Error(Box::new(entry(error_type, level, message.into(), extra))),
             retry_after: None,
         }
     }
@@ -239,6 +262,7 @@ impl ApiError {
             ErrorBody::Msg(m) => json!({ "msg": m }),
             ErrorBody::Message(m) => json!({ "message": m }),
             ErrorBody::Errors(e) => json!({ "errors": e }),
+            ErrorBody::Error(e) => json!(e),
         }
     }
 }

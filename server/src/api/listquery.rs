@@ -809,6 +809,18 @@ pub fn parse_ids(raw_q: Option<&str>) -> Result<Vec<i64>, QError> {
         .unwrap_or_default())
 }
 
+/// Parses the `q` of `GET /dataset/<pk>/drill_info/`: Superset's
+/// `{"type": "object", "properties": {"dashboard_id": {"type": "integer"}}}`. Absent `q` is
+/// `{}`, so no dashboard.
+pub fn parse_drill_info_query(raw_q: Option<&str>) -> Result<Option<i64>, QError> {
+    let value = decode_q(raw_q)?;
+    validate(&value, &DRILL_INFO_SCHEMA)?;
+    Ok(value
+        .get("dashboard_id")
+        .and_then(integer)
+        .map(saturate_i64))
+}
+
 /// FAB's `_sanitize_page_args` for the page size: `None` means unpaginated (no LIMIT and no
 /// OFFSET: FAB drops the page index too).
 ///
@@ -1073,6 +1085,11 @@ static INFO_SCHEMA: Schema = Schema(&[
     ]),
 ]);
 
+static DRILL_INFO_SCHEMA: Schema = Schema(&[
+    Keyword::Type(JsonType::Object),
+    Keyword::Properties(&[("dashboard_id", INTEGER)]),
+]);
+
 static IDS_SCHEMA: Schema = Schema(&[Keyword::Type(JsonType::Array), Keyword::Items(&INTEGER)]);
 
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -1273,7 +1290,7 @@ fn collect_errors<'a>(
 /// Python's `repr()` of the decoded value: `None`, `True`, `1`, `1.0`, `1e+16`, `'a'`,
 /// `[1, 'a']`, `{'k': 1}`. Keys come out in `serde_json::Map` order, which may differ from
 /// Python's insertion order; integers beyond `u64` are floats here.
-fn python_repr(value: &Value) -> String {
+pub fn python_repr(value: &Value) -> String {
     let mut out = String::new();
     write_python_repr(value, &mut out, MAX_DEPTH + 1);
     out

@@ -1319,6 +1319,56 @@ pub fn dashboard_scope(g: &Grants, admin: bool) -> Pred {
 }
 
 impl Store {
+    /// Rewrites a dashboard's `json_metadata` (an object; anything else reads as `{}`) with
+    /// `edit`, in one transaction so concurrent edits of other keys are not lost. The acting
+    /// user becomes `changed_by`; `changed_on` moves only when `touch` (Superset's
+    /// `mark_updated`). Returns false when the dashboard does not exist.
+    pub async fn edit_dashboard_metadata(
+        &self,
+        id: i64,
+        user: i64,
+        touch: bool,
+        edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) + Send,
+    ) -> Result<bool> {
+        let tx = self.db().begin().await?;
+        let Some(row) = tx
+            .query_opt(
+                "SELECT json_metadata FROM dashboards WHERE id = $1",
+                params![id],
+            )
+            .await?
+        else {
+            return Ok(false);
+        };
+        let text: Option<String> = row.get("json_metadata")?;
+        let mut meta = match text.as_deref().map(serde_json::from_str) {
+            Some(Ok(serde_json::Value::Object(m))) => m,
+            _ => serde_json::Map::new(),
+        };
+        edit(&mut meta);
+        let json = serde_json::Value::Object(meta).to_string();
+        if touch {
+            tx.execute(
+                "UPDATE dashboards SET json_metadata = $1, changed_by_fk = $2, changed_on = $3 WHERE id = $4",
+                vec![
+                    Value::Text(json),
+                    Value::Int(user),
+                    Value::Timestamp(Utc::now().naive_utc()),
+                    Value::Int(id),
+                ],
+            )
+            .await?;
+        } else {
+            tx.execute(
+                "UPDATE dashboards SET json_metadata = $1, changed_by_fk = $2 WHERE id = $3",
+                vec![Value::Text(json), Value::Int(user), Value::Int(id)],
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+
     /// Marks or unmarks a record as one of the user's favourites (`favstar`; `class` is
     /// Superset's class name: `slice`, `Dashboard`).
     pub async fn set_favorite(

@@ -40,6 +40,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "plugins",
         sql: include_str!("migrations/0003_plugins.sql"),
     },
+    Migration {
+        version: 4,
+        name: "key_value",
+        sql: include_str!("migrations/0004_key_value.sql"),
+    },
 ];
 
 /// Arbitrary constants naming Liteset's advisory locks among other advisory-lock users.

@@ -1,0 +1,240 @@
+//! Small endpoints the single-page app calls while loading: the webserver domains
+//! (`AvailableDomainsRestApi`), language packs (`/superset/language_pack/<lang>/`), and
+//! Superset features Liteset does not have (alerts & reports, tags, CSS templates,
+//! annotation layers, themes), answered as empty lists in Superset's list shape so the pages
+//! that list them render instead of failing.
+
+use std::sync::Arc;
+
+use poem::http::StatusCode;
+use poem_openapi::OpenApi;
+use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
+use serde_json::json;
+
+use super::Tags;
+use super::error::ApiError;
+use super::extract::Auth;
+use super::listquery;
+use super::resource::{self, JsonValue};
+use crate::app::AppState;
+use crate::query::timerange::{self, Relative};
+
+/// The app's small endpoints.
+pub struct SpaApi {
+    pub(super) state: Arc<AppState>,
+}
+
+/// Superset's `empty_language_pack.json`: English needs no translations.
+fn english_pack() -> serde_json::Value {
+    json!({
+        "domain": "superset",
+        "locale_data": {
+            "superset": {
+                "": {
+                    "domain": "superset",
+                    "plural_forms": "nplurals=2; plural=(n != 1)",
+                    "lang": "en"
+                }
+            }
+        }
+    })
+}
+
+/// Superset's accepted language codes: `en`, `pt_BR`, ….
+fn valid_lang(lang: &str) -> bool {
+    let (base, region) = match lang.split_once('_') {
+        Some((b, r)) => (b, Some(r)),
+        None => (lang, None),
+    };
+    (2..=3).contains(&base.len())
+        && base.chars().all(|c| c.is_ascii_lowercase())
+        && region.is_none_or(|r| r.len() == 2 && r.chars().all(|c| c.is_ascii_uppercase()))
+}
+
+/// `{"count": 0, "ids": [], "result": []}` plus the columns FAB echoes, for a feature Liteset
+/// does not have; the caller still needs the feature's read permission, as in Superset.
+async fn empty_list(
+    state: &AppState,
+    auth: &Auth,
+    view: &str,
+    q: Option<&str>,
+) -> Result<JsonValue, ApiError> {
+    resource::authorized(state, auth, "can_read", view).await?;
+    resource::list_query(q)?;
+    Ok(Json(json!({
+        "count": 0,
+        "ids": [],
+        "result": [],
+        "label_columns": {},
+        "list_columns": [],
+        "list_title": "",
+        "order_columns": [],
+        "description_columns": {},
+    })))
+}
+
+/// The `q` of `/time_range/`, checked against Superset's schema (a string, or a list of
+/// `{timeRange, shift}` objects): the (range, shift) pairs to resolve.
+fn time_range_query(q: Option<&str>) -> Result<Vec<(String, Option<String>)>, ApiError> {
+    let value = listquery::decode_q(q).map_err(|e| ApiError::bad_request(e.message()))?;
+    let schema = |v: &serde_json::Value, ty: &str| {
+        ApiError::bad_request(format!(
+            "Not a valid rison schema {} is not of type {ty}",
+            listquery::python_repr(v)
+        ))
+    };
+    let items = match &value {
+        serde_json::Value::String(s) => return Ok(vec![(s.clone(), None)]),
+        serde_json::Value::Array(items) => items,
+        other => return Err(schema(other, "'string', 'array'")),
+    };
+    let mut out = Vec::new();
+    for item in items {
+        let serde_json::Value::Object(map) = item else {
+            return Err(schema(item, "'object'"));
+        };
+        for key in ["timeRange", "shift"] {
+            if let Some(v) = map.get(key).filter(|v| !v.is_string()) {
+                return Err(schema(v, "'string'"));
+            }
+        }
+        let range = map
+            .get("timeRange")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| ApiError::bad_request("Unexpected time range: 'timeRange'"))?;
+        let shift = map.get("shift").and_then(|v| v.as_str()).map(str::to_owned);
+        out.push((range.to_owned(), shift));
+    }
+    Ok(out)
+}
+
+#[OpenApi(tag = "Tags::Web")]
+impl SpaApi {
+    /// The domains charts may be fetched from in parallel (none configured).
+    #[oai(
+        path = "/api/v1/available_domains",
+        method = "get",
+        operation_id = "available_domains_get"
+    )]
+    async fn available_domains(&self, auth: Auth) -> Result<JsonValue, ApiError> {
+        resource::authorized(&self.state, &auth, "can_read", "AvailableDomains").await?;
+        Ok(Json(json!({"result": {"domains": null}})))
+    }
+
+    /// A language pack; Liteset ships English, whose pack is empty.
+    #[oai(
+        path = "/superset/language_pack/:lang",
+        method = "get",
+        operation_id = "language_pack"
+    )]
+    async fn language_pack(&self, auth: Auth, lang: Path<String>) -> Result<JsonValue, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, "can_language_pack", "Superset")
+            .await?;
+        if !valid_lang(&lang.0) {
+            return Err(ApiError::bad_request("Invalid language code"));
+        }
+        if lang.0 != "en" {
+            return Err(ApiError::message(
+                StatusCode::NOT_FOUND,
+                "Language pack doesn't exist on the server",
+            ));
+        }
+        Ok(Json(english_pack()))
+    }
+
+    /// Resolves time ranges as chart queries would: `?q='Last week'` or
+    /// `?q=!((timeRange:'Last week',shift:'1 year ago'))`. Bounds are ISO datetimes, `""`
+    /// when open.
+    #[oai(path = "/api/v1/time_range", method = "get", operation_id = "time_range")]
+    async fn time_range(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        self.state
+            .auth
+            .authorize(&auth.principal, "can_time_range", "Api")
+            .await?;
+        let ranges = time_range_query(q.0.as_deref())?;
+        let now = chrono::Utc::now().naive_utc();
+        let mut result = Vec::new();
+        for (range, shift) in ranges {
+            let r = timerange::get_since_until(
+                Some(&range),
+                shift.as_deref(),
+                Relative::Today,
+                Relative::Today,
+                now,
+            )
+            .map_err(|e| ApiError::bad_request(format!("Unexpected time range: {e}")))?;
+            let bound = |t: Option<chrono::NaiveDateTime>| t.map(resource::iso).unwrap_or_default();
+            result.push(json!({
+                "since": bound(r.since),
+                "until": bound(r.until),
+                "timeRange": range,
+                "shift": shift,
+            }));
+        }
+        Ok(Json(json!({ "result": result })))
+    }
+
+    /// Alerts & reports (not supported): always empty.
+    #[oai(path = "/api/v1/report", method = "get", operation_id = "report_list")]
+    async fn reports(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        empty_list(&self.state, &auth, "ReportSchedule", q.0.as_deref()).await
+    }
+
+    /// Tags (not supported): always empty.
+    #[oai(path = "/api/v1/tag", method = "get", operation_id = "tag_list")]
+    async fn tags(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        empty_list(&self.state, &auth, "Tag", q.0.as_deref()).await
+    }
+
+    /// CSS templates (not supported): always empty.
+    #[oai(
+        path = "/api/v1/css_template",
+        method = "get",
+        operation_id = "css_template_list"
+    )]
+    async fn css_templates(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        empty_list(&self.state, &auth, "CssTemplate", q.0.as_deref()).await
+    }
+
+    /// Annotation layers (not supported): always empty.
+    #[oai(
+        path = "/api/v1/annotation_layer",
+        method = "get",
+        operation_id = "annotation_layer_list"
+    )]
+    async fn annotation_layers(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        empty_list(&self.state, &auth, "Annotation", q.0.as_deref()).await
+    }
+
+    /// Themes (not supported): always empty.
+    #[oai(path = "/api/v1/theme", method = "get", operation_id = "theme_list")]
+    async fn themes(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+        empty_list(&self.state, &auth, "Theme", q.0.as_deref()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn language_codes_follow_superset() {
+        for ok in ["en", "pt_BR", "zh_TW", "fil"] {
+            assert!(valid_lang(ok), "{ok}");
+        }
+        for bad in ["", "EN", "en_us", "../x", "en_BRA", "e"] {
+            assert!(!valid_lang(bad), "{bad}");
+        }
+    }
+}
