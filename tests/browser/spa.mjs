@@ -98,7 +98,10 @@ function watch(page) {
       otherFailures.push(entry);
     }
   });
-  page.on('requestfailed', (request) => {
+  page.on('requestfailed', async (request) => {
+    // A request whose response arrived (and was counted above) can still fail while its body
+    // is read, when a navigation aborts it: not a second failure.
+    if (await request.response().catch(() => null)) return;
     const url = request.url();
     const entry = {
       step: currentStep,
@@ -155,7 +158,7 @@ const ONLY = (process.env.LITESET_BROWSER_STEPS || '')
   .map((s) => s.trim())
   .filter(Boolean);
 
-async function step(page, name, body) {
+async function step(page, name, body, recheck) {
   if (name !== 'login' && ONLY.length && !ONLY.some((prefix) => name.startsWith(prefix))) {
     return false;
   }
@@ -163,10 +166,18 @@ async function step(page, name, body) {
   const started = Date.now();
   const slug = name.replace(/[^a-z0-9]+/gi, '-').replace(/^-|-$/g, '').toLowerCase();
   try {
-    const detail = await body();
+    let detail = await body();
     // Let the calls the page makes after it looks done (logging, favourites) finish inside
     // this step, so a navigation by the next one does not abort them.
     await page.waitForLoadState('networkidle', { timeout: 15_000 }).catch(() => {});
+    // Error alerts and danger toasts the page showed at any moment of the step (a toast is
+    // gone after a few seconds, an error boundary may replace what the step checked).
+    const shown = await page.evaluate(() => window.__litesetShown?.splice(0) ?? []).catch(() => []);
+    const errors = shown.filter((a) => a.kind === 'error').map((a) => a.text);
+    const warnings = shown.filter((a) => a.kind === 'warning').map((a) => a.text);
+    if (errors.length) throw new Error(`the page showed: ${errors.join(' | ')}`);
+    if (warnings.length) detail = `${detail ?? ''} (warnings shown: ${warnings.join(' | ')})`;
+    if (recheck) await recheck();
     const file = await screenshot(page, slug);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
     console.log(`ok   ${name} (${secs} s)${detail ? `: ${detail}` : ''}`);
@@ -176,7 +187,14 @@ async function step(page, name, body) {
   } catch (e) {
     const file = await screenshot(page, `${slug}-FAILED`);
     const secs = ((Date.now() - started) / 1000).toFixed(1);
-    const message = String(e?.message ?? e).split('\n').slice(0, 6).join('\n       ');
+    const shown = await page.evaluate(() => window.__litesetShown?.splice(0) ?? []).catch(() => []);
+    const alerts = shown.length
+      ? `\n(the page showed: ${shown.map((a) => `${a.kind}: ${a.text}`).join(' | ')})`
+      : '';
+    const message = `${String(e?.message ?? e)
+      .split('\n')
+      .slice(0, 6)
+      .join('\n')}${alerts}`.replace(/\n/g, '\n       ');
     console.log(`FAIL ${name} (${secs} s): ${message}`);
     if (file) console.log(`       ${file}`);
     results.push({ name, ok: false, detail: message });
@@ -252,6 +270,35 @@ function describeChart(s) {
   return `rendered ${s.kinds.join('+') || 'text'}`;
 }
 
+/** Every dashboard chart holder's state (see chartState), in page order. */
+const dashboardProbe = `[
+  ...document.querySelectorAll('.dashboard-component-chart-holder'),
+].map((h) => {
+  // Dashboard virtualisation renders only the charts in view: bring each into view.
+  h.scrollIntoView({ block: 'center' });
+  const slice = h.querySelector('.chart-slice');
+  return {
+    id: slice?.getAttribute('data-test-chart-id'),
+    name: slice?.getAttribute('data-test-chart-name'),
+    viz: slice?.getAttribute('data-test-viz-type'),
+    ...(${chartState})(h),
+  };
+})`;
+
+/** Set by the dashboard step: the charts `/api/v1/dashboard/<slug>/charts` lists. */
+let charts = [];
+
+function dashboardOk(states) {
+  return states.length === charts.length && states.every(chartOk);
+}
+
+function describeDashboard(states) {
+  return (
+    `${states.length} of ${charts.length} charts on the page; ` +
+    states.map((c) => `${c.name} (${c.viz}): ${describeChart(c)}`).join('; ')
+  );
+}
+
 /** GET an /api/v1 path with the page's session (cookies), as JSON. */
 async function api(page, pathAndQuery) {
   const response = await page.request.get(`${BASE}${pathAndQuery}`);
@@ -277,10 +324,31 @@ const context = await browser.newContext({
 context.setDefaultTimeout(STEP_TIMEOUT);
 context.setDefaultNavigationTimeout(STEP_TIMEOUT);
 await context.tracing.start({ screenshots: true, snapshots: true });
+// Records every error alert / danger toast (and warning) that appears, for step().
+await context.addInitScript(() => {
+  window.__litesetShown = [];
+  const seen = new Set();
+  let pending = false;
+  const scan = () => {
+    pending = false;
+    const sel = '.toast--danger, .toast--warning, .ant-alert-error, .ant-alert-warning';
+    for (const el of document.querySelectorAll(sel)) {
+      const text = (el.innerText || '').trim().replace(/\s+/g, ' ').slice(0, 300);
+      const kind = el.matches('.toast--danger, .ant-alert-error') ? 'error' : 'warning';
+      if (!text || seen.has(kind + text)) continue;
+      seen.add(kind + text);
+      window.__litesetShown.push({ kind, text });
+    }
+  };
+  new MutationObserver(() => {
+    if (!pending) {
+      pending = true;
+      setTimeout(scan, 50);
+    }
+  }).observe(document, { subtree: true, childList: true });
+});
 const page = await context.newPage();
 watch(page);
-
-let charts = [];
 
 const loggedIn = await step(page, 'login', async () => {
   await page.goto(`${BASE}/login/`);
@@ -290,16 +358,25 @@ const loggedIn = await step(page, 'login', async () => {
   await page.locator('input#password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL(/\/superset\/welcome\/?(\?.*)?$/);
-  // The welcome page's sections load once the bootstrap data names a user.
-  await page.getByText('Recents', { exact: true }).first().waitFor({ state: 'visible' });
   const me = await api(page, '/api/v1/me/');
   if (me.result?.username !== USER) {
     throw new Error(`/api/v1/me/ names ${JSON.stringify(me.result?.username)}, not ${USER}`);
   }
-  return `welcome page as ${me.result.username}`;
+  // What the welcome page shows (and whether it crashes) is the next step's business.
+  await page.evaluate(() => window.__litesetShown?.splice(0));
+  return `on ${new URL(page.url()).pathname} as ${me.result.username}`;
 });
 
 if (loggedIn) {
+  await step(page, 'welcome page', async () => {
+    if (!/\/superset\/welcome\//.test(page.url())) await page.goto(`${BASE}/superset/welcome/`);
+    // Its sections (Recents, Dashboards, Charts, Saved queries) once the lists have loaded.
+    for (const section of ['Recents', 'Dashboards', 'Charts']) {
+      await page.getByText(section, { exact: true }).first().waitFor({ state: 'visible' });
+    }
+    return 'sections shown';
+  });
+
   await step(page, 'dashboard list', async () => {
     await page.goto(`${BASE}/dashboard/list/`);
     const link = page.getByRole('link', { name: DASHBOARD_TITLE, exact: true }).first();
@@ -321,28 +398,15 @@ if (loggedIn) {
     await page.getByText(DASHBOARD_TITLE, { exact: true }).first().waitFor({ state: 'visible' });
     const holders = page.locator('.dashboard-component-chart-holder');
     await holders.first().waitFor({ state: 'visible' });
-    const states = await pollPage(
-      page,
-      `[...document.querySelectorAll('.dashboard-component-chart-holder')].map((h) => {
-        // Dashboard virtualisation renders only the charts in view: bring each into view.
-        h.scrollIntoView({ block: 'center' });
-        const slice = h.querySelector('.chart-slice');
-        return {
-          id: slice?.getAttribute('data-test-chart-id'),
-          name: slice?.getAttribute('data-test-chart-name'),
-          viz: slice?.getAttribute('data-test-viz-type'),
-          ...(${chartState})(h),
-        };
-      })`,
-      (s) => s.length === charts.length && s.every(chartOk),
-      (s) =>
-        `${s.length} of ${charts.length} charts on the page; ` +
-        s.map((c) => `${c.name} (${c.viz}): ${describeChart(c)}`).join('; '),
-    );
+    const states = await pollPage(page, dashboardProbe, dashboardOk, describeDashboard);
     await page.evaluate(() => window.scrollTo(0, 0));
     return `${states.length} charts rendered: ${states
       .map((c) => `${c.name} (${c.viz}, ${c.kinds.join('+') || 'text'})`)
       .join(', ')}`;
+  }, async () => {
+    // Still all there once the page has settled (nothing replaced them since).
+    await pollPage(page, dashboardProbe, dashboardOk, describeDashboard, 15_000);
+    await page.evaluate(() => window.scrollTo(0, 0));
   });
 
   const toExplore = charts.length ? charts : [];
