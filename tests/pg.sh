@@ -26,6 +26,7 @@ if ! PG_BIN="$(find_pg_bin)"; then
     log "initdb/pg_ctl not found: installing Debian's postgresql package"
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    APT_UPDATED=1
     apt-get install -y -qq postgresql >/dev/null
     PG_BIN="$(find_pg_bin)" || { log "postgresql installed but initdb/pg_ctl still not found"; exit 1; }
 fi

@@ -1,0 +1,92 @@
+//! Superset 6.0's own web frontend, served by the real binary, driven in Debian's chromium by
+//! tests/browser/spa.mjs (playwright-core): log in, dashboard list, the example dashboard with
+//! every chart rendered, Explore, SQL Lab; any failed /api/v1 call fails it.
+//!
+//! `tests/run` installs chromium and the script's node_modules, installs the frontend with
+//! `liteset frontend install` into `$HOME/.cache/liteset-frontend` and sets
+//! `LITESET_TEST_FRONTEND_DIR`. Screenshots, a Playwright trace and report.json go to
+//! `<target dir>/browser-artifacts` (or `LITESET_BROWSER_ARTIFACTS`); the path is printed.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use liteset_tests::{ADMIN_PASSWORD, TestServer};
+
+/// The whole script: five or so page loads on a shared 2-core machine, each step bounded by
+/// the script itself.
+const SCRIPT_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+
+/// `<target>/browser-artifacts`: next to the profile directories of the target dir this test
+/// was built into (`<target>/<profile>/deps/<test>`), so it survives the run and stays out of
+/// the clone.
+fn artifacts_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("LITESET_BROWSER_ARTIFACTS").filter(|d| !d.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.ancestors()
+        .nth(3)
+        .unwrap_or_else(|| exe.parent().expect("parent"))
+        .join("browser-artifacts")
+}
+
+#[tokio::test]
+async fn superset_frontend_logs_in_renders_the_example_dashboard_explore_and_sql_lab() {
+    let Some(frontend) = std::env::var_os("LITESET_TEST_FRONTEND_DIR").filter(|d| !d.is_empty())
+    else {
+        panic!(
+            "LITESET_TEST_FRONTEND_DIR is not set: run the tests with `bash tests/run` (it installs \
+             chromium, the script's node_modules and the Superset frontend)"
+        );
+    };
+    // The runtime value first: worktrees sharing one target dir share compiled tests.
+    let tests_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let browser_dir = tests_dir.join("browser");
+    assert!(
+        browser_dir.join("node_modules/playwright-core").is_dir(),
+        "{}/node_modules is missing: run `bash tests/run` (it runs `npm ci` there)",
+        browser_dir.display()
+    );
+    assert!(
+        Path::new(&frontend).is_dir(),
+        "LITESET_TEST_FRONTEND_DIR={} is not a directory: `liteset frontend install` it first",
+        Path::new(&frontend).display()
+    );
+
+    let server = TestServer::builder()
+        .env("LITESET_FRONTEND__DIR", frontend.to_string_lossy())
+        .start()
+        .await
+        .unwrap();
+    let artifacts = artifacts_dir();
+    println!("browser artifacts: {}", artifacts.display());
+
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(browser_dir.join("spa.mjs"))
+        .current_dir(&browser_dir)
+        .env("LITESET_URL", server.base_url())
+        .env("LITESET_USER", "admin")
+        .env("LITESET_PASSWORD", ADMIN_PASSWORD)
+        .env("LITESET_BROWSER_ARTIFACTS", &artifacts)
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(SCRIPT_TIMEOUT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("spa.mjs did not finish in {SCRIPT_TIMEOUT:?}"))
+        .expect("running node (is it installed?)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "the browser test failed ({}); screenshots in {}\n{stdout}\n{stderr}\n--- server log ---\n{}",
+        out.status,
+        artifacts.display(),
+        server.logs()
+    );
+    assert!(
+        stdout.contains(" 0 failed"),
+        "no final `browser: N passed, 0 failed` line:\n{stdout}\n{stderr}"
+    );
+}
