@@ -359,7 +359,9 @@ pub fn common_payload(state: &AppState, cu: Option<&CurrentUser>) -> Value {
                 "version_string": env!("CARGO_PKG_VERSION"),
                 "version_sha": "",
                 "build_number": null,
-                "languages": {},
+                // The navbar reads the current locale's entry (its flag) even with the
+                // picker hidden.
+                "languages": {"en": {"flag": "us", "name": "English", "url": "/lang/en"}},
                 "show_language_picker": false,
                 "user_is_anonymous": anonymous,
                 "user_info_url": "/user_info/",
