@@ -656,9 +656,7 @@ impl DashboardApi {
             .filter(|p| !p.is_empty())
             .map(|p| serde_json::from_str::<Json_>(&p))
             .transpose()
-            .map_err(|e| {
-                ApiError::bad_request(format!("Tab schema is invalid, caused by: {e}"))
-            })?;
+            .map_err(|e| ApiError::bad_request(format!("Tab schema is invalid, caused by: {e}")))?;
         Ok(Json(json!({"result": tabs_of(position.as_ref())})))
     }
 
@@ -782,11 +780,17 @@ fn tabs_of(position: Option<&Json_>) -> Json_ {
             let node = nodes.get(*id);
             let mut out = serde_json::Map::new();
             if let (Some(&own), Some(node)) = (tabs.get(id), node) {
-                out.insert("children".into(), render(own, lists, tabs, nodes, depth + 1));
+                out.insert(
+                    "children".into(),
+                    render(own, lists, tabs, nodes, depth + 1),
+                );
                 out.insert("value".into(), json!(id));
                 out.insert("title".into(), json!(tab_title(node)));
             }
-            if let Some(parents) = node.and_then(|n| n.get("parents")).and_then(Json_::as_array) {
+            if let Some(parents) = node
+                .and_then(|n| n.get("parents"))
+                .and_then(Json_::as_array)
+            {
                 let parents: Vec<String> = parents.iter().map(python_str).collect();
                 out.insert("parents".into(), json!(parents));
             }
@@ -843,9 +847,7 @@ fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError
                 Some(json!(["Field may not be null."]))
             }
             ("map_label_colors" | "label_colors", Json_::Object(_)) => None,
-            ("map_label_colors" | "label_colors", _) => {
-                Some(json!(["Not a valid mapping type."]))
-            }
+            ("map_label_colors" | "label_colors", _) => Some(json!(["Not a valid mapping type."])),
             ("shared_label_colors", Json_::Object(_)) => None,
             ("shared_label_colors", Json_::Array(items)) if items.iter().all(Json_::is_string) => {
                 None
@@ -874,7 +876,11 @@ fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError
             "label_colors" => "label_colors",
             "color_scheme_domain" => "color_scheme_domain",
             "shared_label_colors" => {
-                let v = if value.is_object() { json!([]) } else { value.clone() };
+                let v = if value.is_object() {
+                    json!([])
+                } else {
+                    value.clone()
+                };
                 out.push(("shared_label_colors", v));
                 continue;
             }
@@ -885,7 +891,10 @@ fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(ApiError::fields(StatusCode::BAD_REQUEST, Json_::Object(errors)))
+        Err(ApiError::fields(
+            StatusCode::BAD_REQUEST,
+            Json_::Object(errors),
+        ))
     }
 }
 
@@ -944,7 +953,10 @@ mod tests {
             "GRID_ID": {"type": "GRID", "id": "GRID_ID", "children": ["ROW-1"]},
             "ROW-1": {"type": "ROW", "id": "ROW-1", "children": []},
         });
-        assert_eq!(tabs_of(Some(&no_tabs)), json!({"all_tabs": {}, "tab_tree": []}));
+        assert_eq!(
+            tabs_of(Some(&no_tabs)),
+            json!({"all_tabs": {}, "tab_tree": []})
+        );
         let nested = json!({
             "ROOT_ID": {"type": "ROOT", "id": "ROOT_ID", "children": ["TABS-1"]},
             "TABS-1": {"type": "TABS", "id": "TABS-1", "children": ["TAB-a", "TAB-b"], "parents": ["ROOT_ID"]},

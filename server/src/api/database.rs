@@ -635,6 +635,18 @@ impl DatabaseApi {
         Ok(Json(json!({"result": schemas})))
     }
 
+    /// The engines a connection can use, as Superset's connection dialog lists them: Liteset's
+    /// two, both in Superset's default `PREFERRED_DATABASES` order (PostgreSQL, then SQLite).
+    #[oai(
+        path = "/available",
+        method = "get",
+        operation_id = "database_available"
+    )]
+    async fn available(&self, auth: Auth) -> Result<JsonValue, ApiError> {
+        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        Ok(Json(json!({ "databases": available_engines() })))
+    }
+
     /// Functions the editor autocompletes: `{"function_names": [...]}`.
     #[oai(
         path = "/:pk/function_names",
@@ -852,4 +864,61 @@ pub async fn related_objects(
         out["sqllab_tab_states"] = json!({"count": 0, "result": []});
     }
     Ok(out)
+}
+
+/// Superset's `/database/available/` entries for PostgreSQL (`PostgresEngineSpec`: psycopg2,
+/// the basic host/port/database parameters as apispec renders `BasicParametersSchema`) and
+/// SQLite (`SqliteEngineSpec`: no parameters form, no SSH tunnel).
+fn available_engines() -> Json_ {
+    json!([
+        {
+            "name": "PostgreSQL",
+            "engine": "postgresql",
+            "available_drivers": ["psycopg2"],
+            "sqlalchemy_uri_placeholder":
+                "postgresql://user:password@host:port/dbname[?key=value&key=value...]",
+            "preferred": true,
+            "engine_information": {
+                "supports_file_upload": true,
+                "disable_ssh_tunneling": false,
+                "supports_dynamic_catalog": true,
+                "supports_oauth2": false,
+            },
+            "supports_oauth2": false,
+            "default_driver": "psycopg2",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "username": {"type": "string", "nullable": true, "description": "Username"},
+                    "password": {"type": "string", "nullable": true, "description": "Password"},
+                    "host": {"type": "string", "description": "Hostname or IP address"},
+                    "port": {"type": "integer", "description": "Database port",
+                             "minimum": 0, "maximum": 65536},
+                    "database": {"type": "string", "description": "Database name"},
+                    "query": {"type": "object", "additionalProperties": {},
+                              "description": "Additional parameters"},
+                    "encryption": {"type": "boolean",
+                                   "description": "Use an encrypted connection to the database"},
+                    "ssh": {"type": "boolean",
+                            "description": "Use an ssh tunnel connection to the database"},
+                },
+                "required": ["database", "host", "port", "username"],
+            },
+        },
+        {
+            "name": "SQLite",
+            "engine": "sqlite",
+            "available_drivers": ["pysqlite"],
+            "sqlalchemy_uri_placeholder":
+                "engine+driver://user:password@host:port/dbname[?key=value&key=value...]",
+            "preferred": true,
+            "engine_information": {
+                "supports_file_upload": true,
+                "disable_ssh_tunneling": true,
+                "supports_dynamic_catalog": false,
+                "supports_oauth2": false,
+            },
+            "supports_oauth2": false,
+        },
+    ])
 }

@@ -291,7 +291,8 @@ async fn drill_info_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
         .load_one(&DATASET, id, &["owners", "created_by", "changed_by"])
         .await?;
     let (columns, _) = children(state, id).await?;
-    let name = |u: &Record| json!({"first_name": u.text("first_name"), "last_name": u.text("last_name")});
+    let name =
+        |u: &Record| json!({"first_name": u.text("first_name"), "last_name": u.text("last_name")});
     let one = |rel: &str| rec.related(rel).first().map_or(Json_::Null, name);
     let humanized = |f: &str| {
         rec.get::<chrono::NaiveDateTime>(f)
@@ -1111,7 +1112,9 @@ impl DatasetApi {
             }
             return Err(resource::forbidden());
         }
-        Ok(Json(json!({"result": drill_info_json(&self.state, id).await?})))
+        Ok(Json(
+            json!({"result": drill_info_json(&self.state, id).await?}),
+        ))
     }
 
     /// Copy a virtual dataset under a new name.

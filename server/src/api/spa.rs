@@ -148,8 +148,16 @@ impl SpaApi {
     /// Resolves time ranges as chart queries would: `?q='Last week'` or
     /// `?q=!((timeRange:'Last week',shift:'1 year ago'))`. Bounds are ISO datetimes, `""`
     /// when open.
-    #[oai(path = "/api/v1/time_range", method = "get", operation_id = "time_range")]
-    async fn time_range(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    #[oai(
+        path = "/api/v1/time_range",
+        method = "get",
+        operation_id = "time_range"
+    )]
+    async fn time_range(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
         self.state
             .auth
             .authorize(&auth.principal, "can_time_range", "Api")
