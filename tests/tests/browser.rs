@@ -57,6 +57,8 @@ async fn superset_frontend_logs_in_renders_the_example_dashboard_explore_and_sql
 
     let server = TestServer::builder()
         .env("LITESET_FRONTEND__DIR", frontend.to_string_lossy())
+        // The embedded default's example database, charts and "Sales overview" dashboard.
+        .env("LITESET_EXAMPLES", "true")
         .start()
         .await
         .unwrap();

@@ -269,6 +269,9 @@ async fn install_falls_back_to_the_sdist_and_replaces_the_previous_version() {
     assert!(!dir.path().join("6.0.0").exists(), "old version removed");
 }
 
+/// Where the shell's CSRF token starts.
+const CSRF_FIELD: &str = "id=\"csrf_token\" value=\"";
+
 fn bootstrap_of(html: &str) -> Value {
     let start = html.find("data-bootstrap=\"").expect("data-bootstrap") + 16;
     let end = start + html[start..].find('"').unwrap();
@@ -352,7 +355,7 @@ async fn serve_renders_the_shell_and_the_static_files_of_the_install() {
         .unwrap();
     assert!(theme < login.find("<body>").unwrap() && vendors < spa);
     assert!(login.contains("/static/assets/spa.fedcba9876543210fedc.entry.css"));
-    let csrf_at = login.find("id=\"csrf_token\" value=\"").unwrap() + 22;
+    let csrf_at = login.find(CSRF_FIELD).unwrap() + CSRF_FIELD.len();
     let csrf = &login[csrf_at..csrf_at + login[csrf_at..].find('"').unwrap()];
     let anon = bootstrap_of(&login);
     assert_eq!(anon["common"]["conf"]["AUTH_TYPE"], 1);
@@ -374,7 +377,7 @@ async fn serve_renders_the_shell_and_the_static_files_of_the_install() {
         .send()
         .await
         .unwrap();
-    assert_eq!(failed.status(), 200);
+    assert_eq!(failed.status(), 200, "{}", server.logs());
     let failed = bootstrap_of(&failed.text().await.unwrap());
     assert_eq!(
         failed["common"]["flash_messages"],
@@ -390,7 +393,7 @@ async fn serve_renders_the_shell_and_the_static_files_of_the_install() {
         .text()
         .await
         .unwrap();
-    let csrf_at = login.find("id=\"csrf_token\" value=\"").unwrap() + 22;
+    let csrf_at = login.find(CSRF_FIELD).unwrap() + CSRF_FIELD.len();
     let csrf = login[csrf_at..csrf_at + login[csrf_at..].find('"').unwrap()].to_owned();
     let signed_in = http
         .post(server.url("/login/?next=/dashboard/list/"))
