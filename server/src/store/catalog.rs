@@ -1331,15 +1331,22 @@ impl Store {
         edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>) + Send,
     ) -> Result<bool> {
         let tx = self.db().begin().await?;
-        let Some(row) = tx
-            .query_opt(
+        // A no-op write first takes the row lock (PostgreSQL) or the write lock (SQLite),
+        // so a concurrent edit waits instead of being overwritten; `FOR UPDATE` is not
+        // shared by both engines.
+        if tx
+            .execute("UPDATE dashboards SET id = id WHERE id = $1", params![id])
+            .await?
+            == 0
+        {
+            return Ok(false);
+        }
+        let row = tx
+            .query_one(
                 "SELECT json_metadata FROM dashboards WHERE id = $1",
                 params![id],
             )
-            .await?
-        else {
-            return Ok(false);
-        };
+            .await?;
         let text: Option<String> = row.get("json_metadata")?;
         let mut meta = match text.as_deref().map(serde_json::from_str) {
             Some(Ok(serde_json::Value::Object(m))) => m,
