@@ -533,6 +533,18 @@ async fn page_load_endpoints() {
     let names = r["function_names"].as_array().unwrap();
     assert!(names.iter().any(|n| n == "count"), "{r}");
     assert!(names.iter().any(|n| n == "strftime"), "sqlite's own: {r}");
+    // Explore asks for a dataset table's extra metadata; SQLite has none.
+    let (s, r) = admin
+        .get(&format!(
+            "/api/v1/database/{db}/table_metadata/extra/?name=sales&schema=main"
+        ))
+        .await;
+    assert_eq!((s, r), (StatusCode::OK, json!({})));
+    let (s, r) = admin
+        .get(&format!("/api/v1/database/{db}/table_metadata/extra/"))
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+    assert_eq!(r["message"]["name"][0], "Missing data for required field.");
 
     // Anonymous callers are refused as everywhere else.
     let anon = reqwest::Client::new();

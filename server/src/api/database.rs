@@ -687,6 +687,30 @@ impl DatabaseApi {
         Ok(Json(json!({"count": result.len(), "result": result})))
     }
 
+    /// Engine-specific extra metadata of a table (partitions, clustering, …). Neither
+    /// PostgreSQL nor SQLite has any in Superset (`BaseEngineSpec`), so this is `{}` once
+    /// the caller may read the database; explore asks for it on every dataset it opens.
+    #[oai(
+        path = "/:pk/table_metadata/extra",
+        method = "get",
+        operation_id = "database_table_extra_metadata"
+    )]
+    async fn table_extra_metadata(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+        name: Query<Option<String>>,
+    ) -> Result<JsonValue, ApiError> {
+        if name.0.is_none_or(|n| n.is_empty()) {
+            return Err(ApiError::fields(
+                StatusCode::BAD_REQUEST,
+                json!({"name": ["Missing data for required field."]}),
+            ));
+        }
+        self.pk_spec(&auth, pk.0, "can_read").await?;
+        Ok(Json(json!({})))
+    }
+
     /// Columns, keys and indexes of a table.
     #[oai(
         path = "/:pk/table_metadata",
