@@ -79,17 +79,19 @@ fn sha256(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// A listed release file: name, the sha256 the index lists, the bytes it serves.
+type IndexFile = (String, String, Vec<u8>);
+
 /// A package index on loopback: the project page lists `files`; each file is served at
 /// `/files/<name>` with the bytes given (which may differ from the listed hash on purpose).
 #[derive(Clone, Default)]
 struct Index {
-    /// (filename, listed sha256, served bytes)
-    files: Arc<Mutex<Vec<(String, String, Vec<u8>)>>>,
+    files: Arc<Mutex<Vec<IndexFile>>>,
     downloads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Index {
-    fn set(&self, files: Vec<(String, String, Vec<u8>)>) {
+    fn set(&self, files: Vec<IndexFile>) {
         *self.files.lock().unwrap() = files;
     }
 

@@ -154,7 +154,7 @@ impl PipSettings {
                 let Some(props) = conf.section(Some(section)) else {
                     continue;
                 };
-                let get = |k: &str| props.get(k).or_else(|| props.get(&k.replace('-', "_")));
+                let get = |k: &str| props.get(k).or_else(|| props.get(k.replace('-', "_")));
                 if let Some(v) = get("index-url") {
                     s.index_url = Some(v.trim().to_owned());
                 }
