@@ -13,7 +13,7 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{self, Auth};
 use super::security::{session_cookie, session_with_csrf};
-use super::shell;
+use super::shell::{self, escape_html as escape};
 use crate::app::AppState;
 use crate::auth::{self, Principal, SessionData};
 
@@ -58,14 +58,6 @@ fn safe_next(next: Option<&str>) -> String {
         Some(n) if n.starts_with('/') && !n.starts_with("//") && !n.contains('\\') => n.to_owned(),
         _ => "/".to_owned(),
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#x27;")
 }
 
 fn login_page(csrf_token: &str, error: Option<&str>, next: &str) -> String {
