@@ -6,6 +6,7 @@
 //! Knows nothing of HTTP: the API layer maps [`AssetsError`] to Superset's envelopes.
 
 mod bundle;
+mod yaml;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -110,7 +110,11 @@ function watch(page) {
       status: 0,
       body: request.failure()?.errorText ?? 'failed',
     };
-    if (isApi(url)) apiFailures.push(entry);
+    // ERR_ABORTED is the browser cancelling its own request: a navigation that leaves the
+    // page (the dashboard saves its label colors as it unmounts) or the app's AbortController.
+    // The server may well have answered; a server fault shows as a status, a reset or an
+    // empty response instead. Listed, not fatal.
+    if (isApi(url) && entry.body !== 'net::ERR_ABORTED') apiFailures.push(entry);
     else if (url.startsWith(BASE)) otherFailures.push(entry);
   });
   page.on('request', (request) => {

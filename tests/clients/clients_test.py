@@ -348,6 +348,15 @@ def run_superset_api_client() -> None:
                 for folder in ("dashboards/", "charts/", "datasets/", "databases/"):
                     check(any(n.startswith(folder) for n in inner), f"no {folder} in {inner}")
                 check("metadata.yaml" in inner, f"no metadata.yaml in {inner}")
+                # Superset reads bundles with PyYAML (YAML 1.1): the timestamp must stay a
+                # string (its import schema refuses a datetime), and so must every name.
+                import yaml  # PyYAML, a dependency of preset-cli
+                root = next(iter(roots))
+                meta = yaml.safe_load(zf.read(f"{root}/metadata.yaml"))
+                check(isinstance(meta.get("timestamp"), str),
+                      f"metadata.yaml timestamp read back as {type(meta.get('timestamp'))}")
+                check(meta.get("version") == "1.0.0" and meta.get("type") == "Dashboard",
+                      f"metadata.yaml: {meta!r}")
                 dash_file = next(n for n in names if "/dashboards/" in n)
                 check(f"slug: {slug}" in zf.read(dash_file).decode(), "dashboard YAML lacks its slug")
 

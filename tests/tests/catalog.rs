@@ -623,7 +623,8 @@ both_backends! {
         assert_eq!(files.keys().filter(|k| k.contains("/charts/")).count(), 3);
         assert_eq!(files.keys().filter(|k| k.contains("/datasets/")).count(), 2);
         let dash_yaml = files.iter().find(|(k, _)| k.contains("/dashboards/")).unwrap().1;
-        assert!(dash_yaml.contains("uuid: 6129893b-3201-459d-94ff-798229433b5e"), "{dash_yaml}");
+        // Quoted: PyYAML (Superset's reader) would not read every digit-led scalar as text.
+        assert!(dash_yaml.contains("uuid: \"6129893b-3201-459d-94ff-798229433b5e\"\n"), "{dash_yaml}");
         let (s, body) = api.get("/api/v1/chart/export/?q=!(999999)").await;
         assert_eq!((s, body), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
 

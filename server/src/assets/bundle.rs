@@ -617,7 +617,7 @@ pub fn write_zip(root: &str, files: &Files) -> Result<Vec<u8>, AssetsError> {
     let metadata = files.get_key_value("metadata.yaml");
     let rest = files.iter().filter(|(p, _)| *p != "metadata.yaml");
     for (path, doc) in metadata.into_iter().chain(rest) {
-        let text = serde_norway::to_string(doc).map_err(|e| io(&e))?;
+        let text = super::yaml::to_string(doc);
         out.start_file(format!("{root}/{path}"), opts)
             .map_err(|e| io(&e))?;
         out.write_all(text.as_bytes()).map_err(|e| io(&e))?;
