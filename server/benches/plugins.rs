@@ -3,7 +3,7 @@
 //!   instantiation from the `InstancePre`, the call, output validation);
 //! - Superset's timeseries pivot + flatten over 10k and 1M rows through the built-in wasm
 //!   plugin, against the same Rust compiled natively (the plugin's `process`, same table in and
-//!   out). `tests/bench/pivot_pandas.py` times pandas on the same data.
+//!   out), and the identity plugin on the same table (what crossing the sandbox costs). `tests/bench/pivot_pandas.py` times pandas on the same data.
 //!
 //! Run: `cargo bench -p liteset --bench plugins` (the fixture plugin is built on first use).
 
@@ -138,6 +138,16 @@ fn bench(c: &mut Criterion) {
                 let (p, bi, t) = (plugins.clone(), builtin.clone(), wit.clone());
                 async move {
                     p.post_process(&bi, "post_processing", PIVOT_FLATTEN, t, "bench")
+                        .await
+                        .unwrap()
+                }
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("wasm identity", rows), &wit, |b, wit| {
+            b.to_async(&rt).iter(|| {
+                let (p, id, t) = (plugins.clone(), identity.clone(), wit.clone());
+                async move {
+                    p.post_process(&id, "fixture", "{}", t, "bench")
                         .await
                         .unwrap()
                 }

@@ -180,6 +180,22 @@ impl Series {
         }
     }
 
+    /// Whether any value is missing: one tight loop per dtype (a dictionary checks its codes
+    /// against its few missing entries) rather than a dispatch per row.
+    #[inline(never)]
+    pub fn has_null(&self) -> bool {
+        match self {
+            Series::Float64(v) => v.iter().any(|x| x.is_nan()),
+            Series::Int64(_) | Series::Bool(_) => false,
+            Series::Datetime(v) => v.iter().any(Option::is_none),
+            Series::Object(Objects::Plain(v)) => v.iter().any(|x| matches!(x, Value::Null)),
+            Series::Object(Objects::Dict { values, codes }) => {
+                let null: Vec<bool> = values.iter().map(|x| matches!(x, Value::Null)).collect();
+                null.contains(&true) && codes.iter().any(|&c| null[c as usize])
+            }
+        }
+    }
+
     /// Whether the value at `i` is missing.
     pub fn is_null(&self, i: usize) -> bool {
         match self {

@@ -152,20 +152,31 @@ pub struct Factor {
 }
 
 /// Turns first-appearance ids into sorted ranks.
-fn finish<F: Fn(usize, usize) -> Ordering>(prov: Vec<u32>, firsts: &[usize], cmp: F) -> Factor {
+#[inline(never)]
+fn finish<F: Fn(usize, usize) -> Ordering>(
+    (prov, firsts, has_null): (Vec<u32>, Vec<usize>, bool),
+    cmp: F,
+) -> Factor {
     let k = firsts.len();
     let mut order: Vec<usize> = (0..k).collect();
     order.sort_by(|&a, &b| cmp(firsts[a], firsts[b]));
+    // Sorted input (a time column of an ordered query, the usual case) meets its values in
+    // rank order: the first-appearance ids are the codes already, no pass over the rows.
+    if order.iter().enumerate().all(|(r, &id)| r == id) {
+        return Factor {
+            codes: prov,
+            n_uniques: k as u32,
+            has_null,
+        };
+    }
     let mut rank = vec![0u32; k];
     for (r, &id) in order.iter().enumerate() {
         rank[id] = r as u32;
     }
-    let mut has_null = false;
     let codes = prov
         .into_iter()
         .map(|p| {
             if p == NULL_CODE {
-                has_null = true;
                 NULL_CODE
             } else {
                 rank[p as usize]
@@ -179,11 +190,17 @@ fn finish<F: Fn(usize, usize) -> Ordering>(prov: Vec<u32>, firsts: &[usize], cmp
     }
 }
 
+// The row loops below are kept out of line (`#[inline(never)]`): inlined into one large
+// function they leave Cranelift (the sandbox's compiler) short of registers, and the loop
+// state then lives on the stack; measured in the million-row pivot, where that made the
+// sandboxed factorize several times slower than native.
+#[inline(never)]
 fn factorize_by<K: Hash + Eq + Clone, F: Fn(usize) -> Option<K>>(
     n: usize,
     key: F,
-) -> (Vec<u32>, Vec<usize>) {
+) -> (Vec<u32>, Vec<usize>, bool) {
     let mut map: FxMap<K, u32> = FxMap::default();
+    let mut has_null = false;
     let mut firsts = Vec::new();
     let mut prov = Vec::with_capacity(n);
     // Query results are usually ordered by their keys (a time column above all), so a row
@@ -191,7 +208,10 @@ fn factorize_by<K: Hash + Eq + Clone, F: Fn(usize) -> Option<K>>(
     let mut last: Option<(K, u32)> = None;
     for i in 0..n {
         match key(i) {
-            None => prov.push(NULL_CODE),
+            None => {
+                has_null = true;
+                prov.push(NULL_CODE);
+            }
             Some(k) => {
                 if let Some((lk, lid)) = &last
                     && *lk == k
@@ -208,22 +228,27 @@ fn factorize_by<K: Hash + Eq + Clone, F: Fn(usize) -> Option<K>>(
             }
         }
     }
-    (prov, firsts)
+    (prov, firsts, has_null)
 }
 
 /// [`factorize_by`] for keys that are already small integers (`< k`): an array lookup per row
 /// instead of a hash.
+#[inline(never)]
 fn factorize_dense<F: Fn(usize) -> Option<usize>>(
     n: usize,
     k: usize,
     key: F,
-) -> (Vec<u32>, Vec<usize>) {
+) -> (Vec<u32>, Vec<usize>, bool) {
     let mut id_of = vec![NULL_CODE; k];
+    let mut has_null = false;
     let mut firsts = Vec::new();
     let mut prov = Vec::with_capacity(n);
     for i in 0..n {
         match key(i) {
-            None => prov.push(NULL_CODE),
+            None => {
+                has_null = true;
+                prov.push(NULL_CODE);
+            }
             Some(c) => {
                 if id_of[c] == NULL_CODE {
                     id_of[c] = firsts.len() as u32;
@@ -233,14 +258,14 @@ fn factorize_dense<F: Fn(usize) -> Option<usize>>(
             }
         }
     }
-    (prov, firsts)
+    (prov, firsts, has_null)
 }
 
 /// Factorises one key column (pandas `factorize(sort=True)`).
 pub fn factorize(s: &Series) -> Result<Factor> {
     match s {
         Series::Float64(v) => {
-            let (prov, firsts) = factorize_by(v.len(), |i| {
+            let f = factorize_by(v.len(), |i| {
                 let x = v[i];
                 if x.is_nan() {
                     None
@@ -250,37 +275,42 @@ pub fn factorize(s: &Series) -> Result<Factor> {
                     Some(x.to_bits())
                 }
             });
-            Ok(finish(prov, &firsts, |a, b| v[a].total_cmp(&v[b])))
+            Ok(finish(f, |a, b| v[a].total_cmp(&v[b])))
         }
         Series::Int64(v) => {
-            let (prov, firsts) = factorize_by(v.len(), |i| Some(v[i]));
-            Ok(finish(prov, &firsts, |a, b| v[a].cmp(&v[b])))
+            let f = factorize_by(v.len(), |i| Some(v[i]));
+            Ok(finish(f, |a, b| v[a].cmp(&v[b])))
         }
         Series::Bool(v) => {
-            let (prov, firsts) = factorize_by(v.len(), |i| Some(v[i]));
-            Ok(finish(prov, &firsts, |a, b| v[a].cmp(&v[b])))
+            let f = factorize_by(v.len(), |i| Some(v[i]));
+            Ok(finish(f, |a, b| v[a].cmp(&v[b])))
         }
         Series::Datetime(v) => {
-            let (prov, firsts) = factorize_by(v.len(), |i| v[i]);
-            Ok(finish(prov, &firsts, |a, b| v[a].cmp(&v[b])))
+            let f = factorize_by(v.len(), |i| v[i]);
+            Ok(finish(f, |a, b| v[a].cmp(&v[b])))
         }
         Series::Object(v) => {
-            if v.iter().any(|x| matches!(x, Value::List(_))) {
+            // A dictionary's rows can only hold its values: check those, not every row.
+            let may_hold_list = match v {
+                Objects::Plain(cells) => cells.iter().any(|x| matches!(x, Value::List(_))),
+                Objects::Dict { values, .. } => values.iter().any(|x| matches!(x, Value::List(_))),
+            };
+            if may_hold_list && v.iter().any(|x| matches!(x, Value::List(_))) {
                 return Err(PpError::params("unhashable type: 'list'"));
             }
-            let (prov, firsts) = match v {
+            let f = match v {
                 Objects::Plain(cells) => factorize_by(cells.len(), |i| obj_key(&cells[i])),
                 // Hash the distinct values once, then give each row its value's id through
                 // an array: no per-row hashing.
                 Objects::Dict { values, codes } => {
-                    let (ids, _) = factorize_by(values.len(), |j| obj_key(&values[j]));
+                    let (ids, _, _) = factorize_by(values.len(), |j| obj_key(&values[j]));
                     factorize_dense(codes.len(), values.len(), |i| {
                         let id = ids[codes[i] as usize];
                         (id != NULL_CODE).then_some(id as usize)
                     })
                 }
             };
-            Ok(finish(prov, &firsts, |a, b| cmp_values(&v[a], &v[b])))
+            Ok(finish(f, |a, b| cmp_values(&v[a], &v[b])))
         }
     }
 }
@@ -351,22 +381,8 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
     let mut reps: Vec<Vec<u32>> = Vec::new();
     match product {
         Some(total) => {
-            // Mixed-radix packing preserves the lexicographic order of code tuples. One pass
-            // per key over contiguous codes (not one row at a time over the keys): a tight
-            // loop both natively and in the sandbox. `u64::MAX` marks a dropped row.
-            let mut packed: Vec<u64> = vec![0; n];
-            for (f, &card) in factors.iter().zip(&cards) {
-                for (slot, &c) in packed.iter_mut().zip(&f.codes) {
-                    if *slot == u64::MAX {
-                        continue;
-                    }
-                    *slot = match c {
-                        NULL_CODE if dropna => u64::MAX,
-                        NULL_CODE => *slot * card + u64::from(f.n_uniques),
-                        c => *slot * card + u64::from(c),
-                    };
-                }
-            }
+            // Mixed-radix packing preserves the lexicographic order of code tuples.
+            let packed = pack(&factors, &cards, dropna, n);
             let unpack = |mut p: u64| -> Vec<u32> {
                 let mut out = vec![0u32; cards.len()];
                 for k in (0..cards.len()).rev() {
@@ -376,24 +392,8 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
                 out
             };
             if total <= (2 * n as u64).max(1 << 16) {
-                let mut table = vec![NULL_CODE; total as usize];
-                for &p in &packed {
-                    if p != u64::MAX {
-                        table[p as usize] = 0;
-                    }
-                }
-                let mut next = 0u32;
-                for (p, slot) in table.iter_mut().enumerate() {
-                    if *slot == 0 {
-                        *slot = next;
-                        next += 1;
-                        reps.push(unpack(p as u64));
-                    }
-                }
-                for (g, &p) in group_of_row.iter_mut().zip(&packed) {
-                    if p != u64::MAX {
-                        *g = table[p as usize];
-                    }
+                for p in dense_groups(&packed, total as usize, &mut group_of_row) {
+                    reps.push(unpack(p));
                 }
             } else {
                 let mut distinct: Vec<u64> =
@@ -430,24 +430,7 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
     }
 
     let ngroups = reps.len();
-    let mut counts = vec![0usize; ngroups + 1];
-    for &g in &group_of_row {
-        if g != NULL_CODE {
-            counts[g as usize + 1] += 1;
-        }
-    }
-    for g in 0..ngroups {
-        counts[g + 1] += counts[g];
-    }
-    let offsets = counts.clone();
-    let mut fill = counts;
-    let mut rows = vec![0usize; offsets[ngroups]];
-    for (i, &g) in group_of_row.iter().enumerate() {
-        if g != NULL_CODE {
-            rows[fill[g as usize]] = i;
-            fill[g as usize] += 1;
-        }
-    }
+    let (offsets, rows) = place_rows(&group_of_row, ngroups);
     let first = (0..ngroups).map(|g| rows[offsets[g]]).collect();
     let mut key_codes = vec![Vec::with_capacity(ngroups); keys.len()];
     for rep in &reps {
@@ -464,9 +447,107 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
     })
 }
 
+/// Mixed-radix packing of the key codes of every row (order-preserving); `u64::MAX` marks a
+/// dropped row. One pass per key over contiguous codes (not one row at a time over the keys).
+#[inline(never)]
+fn pack(factors: &[Factor], cards: &[u64], dropna: bool, n: usize) -> Vec<u64> {
+    let mut packed: Vec<u64> = vec![0; n];
+    for (f, &card) in factors.iter().zip(cards) {
+        for (slot, &c) in packed.iter_mut().zip(&f.codes) {
+            if *slot == u64::MAX {
+                continue;
+            }
+            *slot = match c {
+                NULL_CODE if dropna => u64::MAX,
+                NULL_CODE => *slot * card + u64::from(f.n_uniques),
+                c => *slot * card + u64::from(c),
+            };
+        }
+    }
+    packed
+}
+
+/// Groups of packed keys below `total` through a direct table: fills `group_of_row` and
+/// returns the packed key of each group, ascending.
+#[inline(never)]
+fn dense_groups(packed: &[u64], total: usize, group_of_row: &mut [u32]) -> Vec<u64> {
+    let mut table = vec![NULL_CODE; total];
+    for &p in packed {
+        if p != u64::MAX {
+            table[p as usize] = 0;
+        }
+    }
+    let mut keys = Vec::new();
+    for (p, slot) in table.iter_mut().enumerate() {
+        if *slot == 0 {
+            *slot = keys.len() as u32;
+            keys.push(p as u64);
+        }
+    }
+    for (g, &p) in group_of_row.iter_mut().zip(packed) {
+        if p != u64::MAX {
+            *g = table[p as usize];
+        }
+    }
+    keys
+}
+
+/// The rows of each group, ascending, as offsets into one array (a counting sort).
+#[inline(never)]
+fn place_rows(group_of_row: &[u32], ngroups: usize) -> (Vec<usize>, Vec<usize>) {
+    let mut counts = vec![0usize; ngroups + 1];
+    for &g in group_of_row {
+        if g != NULL_CODE {
+            counts[g as usize + 1] += 1;
+        }
+    }
+    for g in 0..ngroups {
+        counts[g + 1] += counts[g];
+    }
+    let offsets = counts.clone();
+    let mut fill = counts;
+    let mut rows = vec![0usize; offsets[ngroups]];
+    for (i, &g) in group_of_row.iter().enumerate() {
+        if g != NULL_CODE {
+            rows[fill[g as usize]] = i;
+            fill[g as usize] += 1;
+        }
+    }
+    (offsets, rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sorted_and_unsorted_keys_factorise_alike() {
+        let sorted = Series::Datetime(vec![Some(1), Some(1), None, Some(5), Some(9), Some(9)]);
+        let f = factorize(&sorted).unwrap();
+        assert_eq!(f.codes, vec![0, 0, NULL_CODE, 1, 2, 2]);
+        assert_eq!((f.n_uniques, f.has_null), (3, true));
+        let shuffled = Series::Datetime(vec![Some(9), Some(1), Some(5), Some(1)]);
+        let f = factorize(&shuffled).unwrap();
+        assert_eq!(f.codes, vec![2, 0, 1, 0]);
+        assert_eq!((f.n_uniques, f.has_null), (3, false));
+    }
+
+    #[test]
+    fn has_null_reads_dictionary_codes() {
+        let values = vec![Value::Str("a".into()), Value::Null];
+        let unused = Series::Object(Objects::Dict {
+            values: values.clone(),
+            codes: vec![0, 0],
+        });
+        let used = Series::Object(Objects::Dict {
+            values,
+            codes: vec![0, 1],
+        });
+        assert!(!unused.has_null());
+        assert!(used.has_null());
+        assert!(Series::Float64(vec![1.0, f64::NAN]).has_null());
+        assert!(!Series::Datetime(vec![Some(1)]).has_null());
+    }
 
     #[test]
     fn groups_sorted_and_nulls_dropped() {

@@ -77,8 +77,7 @@ fn is_missing(v: &Value) -> bool {
 /// becomes `object`. `None` when there is nothing to fill (the column stays as it is, which
 /// spares copying a million strings for the common case).
 fn fillna(s: &Series, fill: &Value) -> Option<Series> {
-    let has_missing = (0..s.len()).any(|i| s.is_null(i));
-    if !has_missing {
+    if !s.has_null() {
         return None;
     }
     Some(match (s, fill) {
