@@ -331,7 +331,18 @@ impl Column {
     pub fn null_count(&self) -> usize {
         match &self.validity {
             None => 0,
-            Some(_) => (0..self.len()).filter(|&i| self.is_null(i)).count(),
+            Some(bitmap) => {
+                // Whole bytes by popcount, then the bits of a partial last byte.
+                let n = self.len();
+                let full = n / 8;
+                let set: usize = bitmap
+                    .iter()
+                    .take(full)
+                    .map(|b| b.count_ones() as usize)
+                    .sum::<usize>()
+                    + (full * 8..n).filter(|&i| bitmap_get(bitmap, i)).count();
+                n - set
+            }
         }
     }
 
@@ -461,10 +472,14 @@ impl Column {
                 if codes.len() != rows {
                     return fail(format!("has {} codes, expected {rows}", codes.len()));
                 }
-                if let Some((i, code)) = codes
-                    .iter()
-                    .enumerate()
-                    .find(|(_, c)| **c as usize >= dictionary.len())
+                // A branch-free maximum first (one cheap pass over a million codes); the
+                // offending row is only looked for when there is one.
+                let max = codes.iter().fold(0u32, |m, &c| m.max(c));
+                if max as usize >= dictionary.len()
+                    && let Some((i, code)) = codes
+                        .iter()
+                        .enumerate()
+                        .find(|(_, c)| **c as usize >= dictionary.len())
                 {
                     return fail(format!(
                         "dictionary code {code} at row {i} is out of range (dictionary has {} entries)",

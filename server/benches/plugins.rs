@@ -105,9 +105,13 @@ fn bench(c: &mut Criterion) {
             .await
             .unwrap();
         store.migrate().await.unwrap();
+        // Room for a million rows, and enough of each sandbox kept resident that such a call
+        // does not fault its memory in afresh each time (the default, 8 MiB, suits small
+        // tables; `plugins.keep_resident_mb` is the operator's trade-off).
         let config = PluginConfig {
             timeout_ms: 60_000,
             memory_mb: 1024,
+            keep_resident_mb: 32,
             ..PluginConfig::default()
         };
         let p = Arc::new(Plugins::new(&config, store, dir.path()).unwrap());

@@ -120,6 +120,11 @@ pub struct PluginConfig {
     pub queue_timeout_ms: u64,
     /// Largest component accepted by `POST /api/v1/plugin/`, in MiB.
     pub max_upload_mb: u64,
+    /// Memory of each pooled sandbox kept resident (zeroed, not returned to the kernel)
+    /// between calls, in MiB. A call then touches no fresh page up to this size; larger
+    /// values trade resident memory (up to this much per warm instance, twice
+    /// `max_concurrent_calls` of them) for speed on large tables.
+    pub keep_resident_mb: u64,
     /// Per-plugin limits, keyed by plugin name.
     pub overrides: std::collections::BTreeMap<String, PluginOverrides>,
 }
@@ -134,6 +139,7 @@ impl Default for PluginConfig {
             max_concurrent_calls: 8,
             queue_timeout_ms: 2_000,
             max_upload_mb: 50,
+            keep_resident_mb: 8,
             overrides: Default::default(),
         }
     }
@@ -519,6 +525,12 @@ impl Config {
         if p.memory_mb == 0 || p.memory_mb > p.max_memory_mb {
             problems.push(format!(
                 "plugins.memory_mb: must be between 1 and plugins.max_memory_mb ({})",
+                p.max_memory_mb
+            ));
+        }
+        if p.keep_resident_mb > p.max_memory_mb {
+            problems.push(format!(
+                "plugins.keep_resident_mb: must be at most plugins.max_memory_mb ({})",
                 p.max_memory_mb
             ));
         }

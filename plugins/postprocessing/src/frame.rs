@@ -33,10 +33,53 @@ pub enum Series {
     Int64(Vec<i64>),
     /// `bool`; never missing.
     Bool(Vec<bool>),
-    /// `datetime64[us]`; `None` is NaT.
-    Datetime(Vec<Option<i64>>),
+    /// `datetime64[us]`.
+    Datetime(Times),
     /// `object`: strings, mixed values, nullable booleans, lists.
     Object(Objects),
+}
+
+/// numpy's NaT: the smallest `i64`, as in `datetime64`.
+pub const NAT: i64 = i64::MIN;
+
+/// The values of a `datetime64[us]` column: microseconds since the Unix epoch, [`NAT`] where
+/// missing. Kept as plain `i64`s, as numpy keeps them, so a timestamp column received from
+/// the host is used as it arrives (no per-row conversion, no second buffer).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Times(pub Vec<i64>);
+
+impl Times {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The value at `i` (`None` for NaT).
+    pub fn get(&self, i: usize) -> Option<i64> {
+        let t = self.0[i];
+        (t != NAT).then_some(t)
+    }
+
+    /// The values in row order (`None` for NaT).
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Option<i64>> + Clone + '_ {
+        self.0.iter().map(|&t| (t != NAT).then_some(t))
+    }
+
+    /// The raw values, [`NAT`] included.
+    pub fn raw(&self) -> &[i64] {
+        &self.0
+    }
+}
+
+impl FromIterator<Option<i64>> for Times {
+    fn from_iter<I: IntoIterator<Item = Option<i64>>>(iter: I) -> Times {
+        Times(iter.into_iter().map(|t| t.unwrap_or(NAT)).collect())
+    }
 }
 
 /// The cells of an object column.
@@ -175,7 +218,7 @@ impl Series {
             Series::Float64(v) => Value::Float(v[i]),
             Series::Int64(v) => Value::Int(v[i]),
             Series::Bool(v) => Value::Bool(v[i]),
-            Series::Datetime(v) => v[i].map_or(Value::Null, Value::Ts),
+            Series::Datetime(v) => v.get(i).map_or(Value::Null, Value::Ts),
             Series::Object(v) => v[i].clone(),
         }
     }
@@ -187,7 +230,7 @@ impl Series {
         match self {
             Series::Float64(v) => v.iter().any(|x| x.is_nan()),
             Series::Int64(_) | Series::Bool(_) => false,
-            Series::Datetime(v) => v.iter().any(Option::is_none),
+            Series::Datetime(v) => v.raw().contains(&NAT),
             Series::Object(Objects::Plain(v)) => v.iter().any(|x| matches!(x, Value::Null)),
             Series::Object(Objects::Dict { values, codes }) => {
                 let null: Vec<bool> = values.iter().map(|x| matches!(x, Value::Null)).collect();
@@ -201,7 +244,7 @@ impl Series {
         match self {
             Series::Float64(v) => v[i].is_nan(),
             Series::Int64(_) | Series::Bool(_) => false,
-            Series::Datetime(v) => v[i].is_none(),
+            Series::Datetime(v) => v.raw()[i] == NAT,
             Series::Object(v) => matches!(v[i], Value::Null),
         }
     }
@@ -212,7 +255,9 @@ impl Series {
             Series::Float64(v) => Series::Float64(positions.iter().map(|&i| v[i]).collect()),
             Series::Int64(v) => Series::Int64(positions.iter().map(|&i| v[i]).collect()),
             Series::Bool(v) => Series::Bool(positions.iter().map(|&i| v[i]).collect()),
-            Series::Datetime(v) => Series::Datetime(positions.iter().map(|&i| v[i]).collect()),
+            Series::Datetime(v) => {
+                Series::Datetime(Times(positions.iter().map(|&i| v.raw()[i]).collect()))
+            }
             Series::Object(v) => Series::Object(v.take(positions)),
         }
     }

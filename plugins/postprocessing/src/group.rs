@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use crate::error::{PpError, Result};
-use crate::frame::{Objects, Series, Value};
+use crate::frame::{NAT, Objects, Series, Value};
 
 /// A small, fast, non-cryptographic hasher (the rustc "Fx" mix). Keys are our own
 /// factorised data, so hash flooding is not a concern, and SipHash would dominate the
@@ -202,63 +202,95 @@ fn factorize_by<K: Hash + Eq + Clone, F: Fn(usize) -> Option<K>>(
     let mut map: FxMap<K, u32> = FxMap::default();
     let mut has_null = false;
     let mut firsts = Vec::new();
-    let mut prov = Vec::with_capacity(n);
     // Query results are usually ordered by their keys (a time column above all), so a row
     // often repeats the previous row's key: compare before hashing.
     let mut last: Option<(K, u32)> = None;
-    for i in 0..n {
-        match key(i) {
+    // Collected from a counted range: the output is written without a capacity check per row.
+    let prov = (0..n)
+        .map(|i| match key(i) {
             None => {
                 has_null = true;
-                prov.push(NULL_CODE);
+                NULL_CODE
             }
             Some(k) => {
                 if let Some((lk, lid)) = &last
                     && *lk == k
                 {
-                    prov.push(*lid);
-                    continue;
+                    return *lid;
                 }
                 let id = *map.entry(k.clone()).or_insert_with(|| {
                     firsts.push(i);
                     (firsts.len() - 1) as u32
                 });
-                prov.push(id);
                 last = Some((k, id));
+                id
             }
-        }
-    }
+        })
+        .collect();
     (prov, firsts, has_null)
 }
 
-/// [`factorize_by`] for keys that are already small integers (`< k`): an array lookup per row
-/// instead of a hash.
+/// Factorises a dictionary-encoded column: the distinct values are hashed and sorted once,
+/// then one pass over the rows maps each code to its value's rank and notes which codes occur.
 #[inline(never)]
-fn factorize_dense<F: Fn(usize) -> Option<usize>>(
-    n: usize,
-    k: usize,
-    key: F,
-) -> (Vec<u32>, Vec<usize>, bool) {
-    let mut id_of = vec![NULL_CODE; k];
-    let mut has_null = false;
-    let mut firsts = Vec::new();
-    let mut prov = Vec::with_capacity(n);
-    for i in 0..n {
-        match key(i) {
-            None => {
-                has_null = true;
-                prov.push(NULL_CODE);
+fn factorize_dict(values: &[Value], codes: &[u32]) -> Factor {
+    // Entries may share a key (`1` and `1.0`), so rank keys rather than entries.
+    let (ids, firsts, _) = factorize_by(values.len(), |j| obj_key(&values[j]));
+    let k = firsts.len();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&a, &b| cmp_values(&values[firsts[a]], &values[firsts[b]]));
+    let mut rank = vec![0u32; k];
+    for (r, &id) in order.iter().enumerate() {
+        rank[id] = r as u32;
+    }
+    let rank_of_code: Vec<u32> = ids
+        .iter()
+        .map(|&id| {
+            if id == NULL_CODE {
+                NULL_CODE
+            } else {
+                rank[id as usize]
             }
-            Some(c) => {
-                if id_of[c] == NULL_CODE {
-                    id_of[c] = firsts.len() as u32;
-                    firsts.push(i);
-                }
-                prov.push(id_of[c]);
+        })
+        .collect();
+    let mut used = vec![false; values.len()];
+    let mut out: Vec<u32> = codes
+        .iter()
+        .map(|&c| {
+            used[c as usize] = true;
+            rank_of_code[c as usize]
+        })
+        .collect();
+    let has_null = (0..values.len()).any(|j| used[j] && rank_of_code[j] == NULL_CODE);
+    // pandas' levels are the values the rows hold: when some dictionary entry never occurs,
+    // rank again among those that do (rare: the host builds dictionaries from the rows).
+    let mut occurs = vec![false; k];
+    for j in 0..values.len() {
+        if used[j] && rank_of_code[j] != NULL_CODE {
+            occurs[rank_of_code[j] as usize] = true;
+        }
+    }
+    let n_uniques = occurs.iter().filter(|&&o| o).count();
+    if n_uniques < k {
+        let mut compact = vec![NULL_CODE; k];
+        let mut next = 0;
+        for (r, &o) in occurs.iter().enumerate() {
+            if o {
+                compact[r] = next;
+                next += 1;
+            }
+        }
+        for c in &mut out {
+            if *c != NULL_CODE {
+                *c = compact[*c as usize];
             }
         }
     }
-    (prov, firsts, has_null)
+    Factor {
+        codes: out,
+        n_uniques: n_uniques as u32,
+        has_null,
+    }
 }
 
 /// Factorises one key column (pandas `factorize(sort=True)`).
@@ -286,8 +318,9 @@ pub fn factorize(s: &Series) -> Result<Factor> {
             Ok(finish(f, |a, b| v[a].cmp(&v[b])))
         }
         Series::Datetime(v) => {
-            let f = factorize_by(v.len(), |i| v[i]);
-            Ok(finish(f, |a, b| v[a].cmp(&v[b])))
+            let raw = v.raw();
+            let f = factorize_by(raw.len(), |i| (raw[i] != NAT).then_some(raw[i]));
+            Ok(finish(f, |a, b| raw[a].cmp(&raw[b])))
         }
         Series::Object(v) => {
             // A dictionary's rows can only hold its values: check those, not every row.
@@ -298,19 +331,13 @@ pub fn factorize(s: &Series) -> Result<Factor> {
             if may_hold_list && v.iter().any(|x| matches!(x, Value::List(_))) {
                 return Err(PpError::params("unhashable type: 'list'"));
             }
-            let f = match v {
-                Objects::Plain(cells) => factorize_by(cells.len(), |i| obj_key(&cells[i])),
-                // Hash the distinct values once, then give each row its value's id through
-                // an array: no per-row hashing.
-                Objects::Dict { values, codes } => {
-                    let (ids, _, _) = factorize_by(values.len(), |j| obj_key(&values[j]));
-                    factorize_dense(codes.len(), values.len(), |i| {
-                        let id = ids[codes[i] as usize];
-                        (id != NULL_CODE).then_some(id as usize)
-                    })
+            match v {
+                Objects::Plain(cells) => {
+                    let f = factorize_by(cells.len(), |i| obj_key(&cells[i]));
+                    Ok(finish(f, |a, b| cmp_values(&cells[a], &cells[b])))
                 }
-            };
-            Ok(finish(f, |a, b| cmp_values(&v[a], &v[b])))
+                Objects::Dict { values, codes } => Ok(factorize_dict(values, codes)),
+            }
         }
     }
 }
@@ -377,44 +404,48 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
         }
     };
 
-    let mut group_of_row = vec![NULL_CODE; n];
-    let mut reps: Vec<Vec<u32>> = Vec::new();
-    match product {
-        Some(total) => {
-            // Mixed-radix packing preserves the lexicographic order of code tuples.
-            let packed = pack(&factors, &cards, dropna, n);
-            let unpack = |mut p: u64| -> Vec<u32> {
-                let mut out = vec![0u32; cards.len()];
-                for k in (0..cards.len()).rev() {
-                    out[k] = (p % cards[k]) as u32;
-                    p /= cards[k];
-                }
-                out
-            };
-            if total <= (2 * n as u64).max(1 << 16) {
-                for p in dense_groups(&packed, total as usize, &mut group_of_row) {
-                    reps.push(unpack(p));
-                }
-            } else {
-                let mut distinct: Vec<u64> =
-                    packed.iter().copied().filter(|&p| p != u64::MAX).collect();
-                distinct.sort_unstable();
-                distinct.dedup();
-                let mut map: FxMap<u64, u32> = FxMap::default();
-                map.reserve(distinct.len());
-                for (g, &p) in distinct.iter().enumerate() {
-                    map.insert(p, g as u32);
-                    reps.push(unpack(p));
-                }
-                for (g, &p) in group_of_row.iter_mut().zip(&packed) {
-                    if p != u64::MAX {
-                        *g = map[&p];
-                    }
-                }
-            }
+    let unpack = |mut p: u64| -> Vec<u32> {
+        let mut out = vec![0u32; cards.len()];
+        for k in (0..cards.len()).rev() {
+            out[k] = (p % cards[k]) as u32;
+            p /= cards[k];
         }
-        None => {
+        out
+    };
+    let mut reps: Vec<Vec<u32>> = Vec::new();
+    // Mixed-radix packing preserves the lexicographic order of code tuples. When the packed
+    // keys are few (at most twice the rows), fit in `u32`, a direct table numbers the groups
+    // and every step reuses the first key's buffer: in the sandbox, memory not touched is
+    // memory not faulted in and reset.
+    let dense = product.filter(|&t| t < u64::from(NULL_CODE) && t <= (2 * n as u64).max(1 << 16));
+    let group_of_row = match (dense, product) {
+        (Some(total), _) => {
+            let mut packed = pack_dense(factors, &cards, dropna);
+            for p in dense_groups(&mut packed, total as usize) {
+                reps.push(unpack(u64::from(p)));
+            }
+            packed
+        }
+        (None, Some(_)) => {
+            let packed = pack(&factors, &cards, dropna, n);
+            let mut distinct: Vec<u64> =
+                packed.iter().copied().filter(|&p| p != u64::MAX).collect();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let mut map: FxMap<u64, u32> = FxMap::default();
+            map.reserve(distinct.len());
+            for (g, &p) in distinct.iter().enumerate() {
+                map.insert(p, g as u32);
+                reps.push(unpack(p));
+            }
+            packed
+                .iter()
+                .map(|p| if *p == u64::MAX { NULL_CODE } else { map[p] })
+                .collect()
+        }
+        (None, None) => {
             // Too many combinations to pack: sort the code tuples themselves.
+            let mut group_of_row = vec![NULL_CODE; n];
             let tuple =
                 |i: usize| -> Option<Vec<u32>> { factors.iter().map(|f| code_of(f, i)).collect() };
             let mut keyed: Vec<(Vec<u32>, usize)> =
@@ -426,8 +457,9 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
                 }
                 group_of_row[i] = (reps.len() - 1) as u32;
             }
+            group_of_row
         }
-    }
+    };
 
     let ngroups = reps.len();
     let (offsets, rows) = place_rows(&group_of_row, ngroups);
@@ -447,8 +479,8 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
     })
 }
 
-/// Mixed-radix packing of the key codes of every row (order-preserving); `u64::MAX` marks a
-/// dropped row. One pass per key over contiguous codes (not one row at a time over the keys).
+/// Mixed-radix packing of the key codes of every row (order-preserving) in `u64`, for key
+/// products too large for [`pack_dense`]; `u64::MAX` marks a dropped row. One pass per key over contiguous codes (not one row at a time over the keys).
 #[inline(never)]
 fn pack(factors: &[Factor], cards: &[u64], dropna: bool, n: usize) -> Vec<u64> {
     let mut packed: Vec<u64> = vec![0; n];
@@ -467,13 +499,56 @@ fn pack(factors: &[Factor], cards: &[u64], dropna: bool, n: usize) -> Vec<u64> {
     packed
 }
 
-/// Groups of packed keys below `total` through a direct table: fills `group_of_row` and
-/// returns the packed key of each group, ascending.
+/// [`pack`] into `u32`, in the first key's code buffer (`NULL_CODE` marks a dropped row).
+/// Needs the product of the cardinalities below `NULL_CODE`.
 #[inline(never)]
-fn dense_groups(packed: &[u64], total: usize, group_of_row: &mut [u32]) -> Vec<u64> {
+fn pack_dense(factors: Vec<Factor>, cards: &[u64], dropna: bool) -> Vec<u32> {
+    let mut keys = factors.into_iter().zip(cards);
+    let Some((first, _)) = keys.next() else {
+        return Vec::new();
+    };
+    let mut packed = first.codes;
+    if first.has_null && !dropna {
+        let missing = first.n_uniques;
+        for p in &mut packed {
+            if *p == NULL_CODE {
+                *p = missing;
+            }
+        }
+    }
+    // Whether `packed` may hold `NULL_CODE` (a row dropped for a missing key).
+    let mut dropped = first.has_null && dropna;
+    for (f, &card) in keys {
+        // Fits: every partial product is below the whole one.
+        let card = card as u32;
+        if !dropped && !f.has_null {
+            // Nothing missing: one multiply-add per row.
+            for (p, &c) in packed.iter_mut().zip(&f.codes) {
+                *p = *p * card + c;
+            }
+            continue;
+        }
+        for (p, &c) in packed.iter_mut().zip(&f.codes) {
+            *p = match (*p, c) {
+                (NULL_CODE, _) => NULL_CODE,
+                (_, NULL_CODE) if dropna => NULL_CODE,
+                (q, NULL_CODE) => q * card + f.n_uniques,
+                (q, c) => q * card + c,
+            };
+        }
+        dropped |= f.has_null && dropna;
+    }
+    packed
+}
+
+/// Numbers the distinct packed keys (all below `total`) in ascending order through a direct
+/// table, replacing each row's packed key by its group in place; returns the packed key of
+/// each group.
+#[inline(never)]
+fn dense_groups(packed: &mut [u32], total: usize) -> Vec<u32> {
     let mut table = vec![NULL_CODE; total];
-    for &p in packed {
-        if p != u64::MAX {
+    for &p in packed.iter() {
+        if p != NULL_CODE {
             table[p as usize] = 0;
         }
     }
@@ -481,12 +556,12 @@ fn dense_groups(packed: &[u64], total: usize, group_of_row: &mut [u32]) -> Vec<u
     for (p, slot) in table.iter_mut().enumerate() {
         if *slot == 0 {
             *slot = keys.len() as u32;
-            keys.push(p as u64);
+            keys.push(p as u32);
         }
     }
-    for (g, &p) in group_of_row.iter_mut().zip(packed) {
-        if p != u64::MAX {
-            *g = table[p as usize];
+    for p in packed.iter_mut() {
+        if *p != NULL_CODE {
+            *p = table[*p as usize];
         }
     }
     keys
@@ -522,14 +597,41 @@ mod tests {
 
     #[test]
     fn sorted_and_unsorted_keys_factorise_alike() {
-        let sorted = Series::Datetime(vec![Some(1), Some(1), None, Some(5), Some(9), Some(9)]);
+        let sorted = Series::Datetime(
+            [Some(1), Some(1), None, Some(5), Some(9), Some(9)]
+                .into_iter()
+                .collect(),
+        );
         let f = factorize(&sorted).unwrap();
         assert_eq!(f.codes, vec![0, 0, NULL_CODE, 1, 2, 2]);
         assert_eq!((f.n_uniques, f.has_null), (3, true));
-        let shuffled = Series::Datetime(vec![Some(9), Some(1), Some(5), Some(1)]);
+        let shuffled = Series::Datetime([Some(9), Some(1), Some(5), Some(1)].into_iter().collect());
         let f = factorize(&shuffled).unwrap();
         assert_eq!(f.codes, vec![2, 0, 1, 0]);
         assert_eq!((f.n_uniques, f.has_null), (3, false));
+    }
+
+    #[test]
+    fn dictionary_factorises_like_its_plain_rows() {
+        // An unused entry, a missing value and two entries of one key (`1 == 1.0`).
+        let values = vec![
+            Value::Str("b".into()),
+            Value::Str("a".into()),
+            Value::Null,
+            Value::Str("unused".into()),
+            Value::Int(1),
+            Value::Float(1.0),
+        ];
+        let dict = Objects::Dict {
+            values,
+            codes: vec![0, 1, 2, 0, 4, 5],
+        };
+        let plain = Series::Object(Objects::Plain(dict.clone().into_vec()));
+        let f = factorize(&Series::Object(dict)).unwrap();
+        assert_eq!(f.codes, vec![2, 1, NULL_CODE, 2, 0, 0]);
+        assert_eq!((f.n_uniques, f.has_null), (3, true));
+        let p = factorize(&plain).unwrap();
+        assert_eq!((p.codes, p.n_uniques, p.has_null), (f.codes, 3, true));
     }
 
     #[test]
@@ -546,7 +648,7 @@ mod tests {
         assert!(!unused.has_null());
         assert!(used.has_null());
         assert!(Series::Float64(vec![1.0, f64::NAN]).has_null());
-        assert!(!Series::Datetime(vec![Some(1)]).has_null());
+        assert!(!Series::Datetime([Some(1)].into_iter().collect()).has_null());
     }
 
     #[test]

@@ -120,7 +120,8 @@ fn series_json(s: &Series, i: usize) -> Json {
         Series::Float64(v) => Number::from_f64(v[i]).map_or(Json::Null, Json::Number),
         Series::Int64(v) => Json::Number(v[i].into()),
         Series::Bool(v) => Json::Bool(v[i]),
-        Series::Datetime(v) => v[i]
+        Series::Datetime(v) => v
+            .get(i)
             .and_then(|us| Number::from_f64(us as f64 / 1000.0))
             .map_or(Json::Null, Json::Number),
         Series::Object(v) => value_to_json(&v[i]),

@@ -223,7 +223,7 @@ impl Aggregator {
                 scratch.floats = buf;
                 Ok(out)
             }
-            Series::Datetime(v) => self.apply_datetimes(rows.iter().map(|&i| v[i])),
+            Series::Datetime(v) => self.apply_datetimes(rows.iter().map(|&i| v.get(i))),
             Series::Object(v) if rows.iter().any(|&i| matches!(v[i], Value::Str(_))) => {
                 self.apply_strings(rows.iter().map(|&i| &v[i]))
             }

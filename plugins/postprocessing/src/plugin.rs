@@ -11,7 +11,7 @@ use liteset_sdk::{
 use serde_json::Value as Json;
 
 use crate::error::{ErrorKind as PpKind, PpError};
-use crate::frame::{Frame, Index, Objects, Series, Value};
+use crate::frame::{Frame, Index, NAT, Objects, Series, Times, Value};
 
 /// The built-in post-processor.
 pub struct Builtin;
@@ -100,12 +100,16 @@ fn series(c: Column, n: usize) -> Series {
                 })
                 .collect(),
         ),
-        ColumnData::TimestampUs(v) => Series::Datetime(
-            v.iter()
-                .enumerate()
-                .map(|(i, &t)| (!is_null(i)).then_some(t))
-                .collect(),
-        ),
+        ColumnData::TimestampUs(mut v) => {
+            if nulls {
+                for (i, t) in v.iter_mut().enumerate() {
+                    if is_null(i) {
+                        *t = NAT;
+                    }
+                }
+            }
+            Series::Datetime(Times(v))
+        }
         ColumnData::Json(v) => Series::Object(
             v.iter()
                 .enumerate()
@@ -120,6 +124,13 @@ fn series(c: Column, n: usize) -> Series {
         ),
         // Kept dictionary-encoded (see `Objects`): no per-row work for low-cardinality text,
         // the hot cost of a million-row pivot. A null row points at an extra `Null` entry.
+        ColumnData::Utf8Dict { dictionary, codes } if !nulls => Series::Object(Objects::Dict {
+            values: dictionary
+                .into_iter()
+                .map(|s| Value::Str(s.into()))
+                .collect(),
+            codes,
+        }),
         ColumnData::Utf8Dict {
             dictionary,
             mut codes,
@@ -203,7 +214,7 @@ fn column(name: String, s: &Series) -> Column {
             name,
             ColumnData::TimestampUs(v.iter().map(|x| x.unwrap_or(0)).collect()),
         )
-        .with_validity(validity(v.iter().map(Option::is_some))),
+        .with_validity(validity(v.iter().map(|x| x.is_some()))),
         Series::Object(v) => {
             let present = || v.iter().filter(|x| !matches!(x, Value::Null));
             let valid = || v.iter().map(|x| !matches!(x, Value::Null));

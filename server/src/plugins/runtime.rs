@@ -38,9 +38,6 @@ const ALLOWED_IMPORTS: &[&str] = &[
     "wasi:sockets/",
 ];
 
-/// Bytes of each pooled linear memory kept resident between calls.
-const KEEP_RESIDENT: usize = 8 << 20;
-
 /// Component instances the pool holds. Calls beyond `max_concurrent_calls` queue on a
 /// semaphore before they reach the pool, so the pool never runs dry; the extra room covers
 /// installs' smoke calls.
@@ -79,6 +76,7 @@ impl Runtime {
     /// otherwise), the linker and the ticker thread.
     pub fn new(config: &PluginConfig, cache_dir: Option<PathBuf>) -> Result<Runtime> {
         let max_memory = usize::try_from(config.max_memory_mb << 20).unwrap_or(usize::MAX);
+        let keep_resident = usize::try_from(config.keep_resident_mb << 20).unwrap_or(max_memory);
         let build = |pooling: bool| {
             let mut c = Config::new();
             c.wasm_component_model(true);
@@ -99,8 +97,9 @@ impl Runtime {
                     // only those pages (PAGEMAP_SCAN, Linux 6.7+; ignored elsewhere): a fresh
                     // store then starts without page faults. Measured: the identity call went
                     // from 83 µs to 33–44 µs, pivot+flatten of 10k rows from 3.8 to 0.9 ms.
-                    // Bounded so the pool's resident memory stays small (warm slots × this).
-                    .linear_memory_keep_resident(KEEP_RESIDENT)
+                    // Bounded (`plugins.keep_resident_mb`) so the pool's resident memory stays
+                    // small: warm slots × this.
+                    .linear_memory_keep_resident(keep_resident)
                     .table_keep_resident(64 << 10)
                     .pagemap_scan(wasmtime::Enabled::Auto);
                 c.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));

@@ -12,7 +12,7 @@
 use serde_json::Value as Json;
 
 use crate::error::PpError;
-use crate::frame::{Frame, Index, Series, Value};
+use crate::frame::{Frame, Index, NAT, Series, Times, Value};
 use crate::ops::append::take_rows;
 use crate::ops::args::{Options, Signature, get, invalid, py_repr};
 
@@ -89,10 +89,12 @@ pub fn resample(df: Frame, options: &Options) -> Result<Frame, PpError> {
     let Series::Datetime(times) = &df.index.levels[0] else {
         return Err(invalid("Resample operation requires DatetimeIndex"));
     };
-    let mut order: Vec<usize> = (0..times.len()).filter(|&i| times[i].is_some()).collect();
-    order.sort_by_key(|&i| times[i]);
+    let mut order: Vec<usize> = (0..times.len())
+        .filter(|&i| times.get(i).is_some())
+        .collect();
+    order.sort_by_key(|&i| times.raw()[i]);
     let sorted = take_rows(&df, &order);
-    let ts: Vec<i64> = order.iter().filter_map(|&i| times[i]).collect();
+    let ts: Vec<i64> = order.iter().map(|&i| times.raw()[i]).collect();
     if ts
         .iter()
         .any(|t| t.unsigned_abs() > MAX_ABS_TS_US.unsigned_abs())
@@ -694,7 +696,7 @@ fn reindex(series: &Series, picks: &[Option<usize>], fill: Option<&Json>) -> Ser
                 .collect(),
         ),
         Series::Datetime(v) => {
-            Series::Datetime(picks.iter().map(|p| p.and_then(|i| v[i])).collect())
+            Series::Datetime(picks.iter().map(|p| p.and_then(|i| v.get(i))).collect())
         }
         Series::Object(v) => Series::Object(
             picks
@@ -762,13 +764,13 @@ fn fill_forward(series: Series) -> Series {
             }
             Series::Object(objects)
         }
-        Series::Datetime(mut v) => {
+        Series::Datetime(Times(mut v)) => {
             for i in 1..v.len() {
-                if v[i].is_none() {
+                if v[i] == NAT {
                     v[i] = v[i - 1];
                 }
             }
-            Series::Datetime(v)
+            Series::Datetime(Times(v))
         }
         other => other,
     }
@@ -794,13 +796,13 @@ fn fill_backward(series: Series) -> Series {
             }
             Series::Object(objects)
         }
-        Series::Datetime(mut v) => {
+        Series::Datetime(Times(mut v)) => {
             for i in (0..v.len().saturating_sub(1)).rev() {
-                if v[i].is_none() {
+                if v[i] == NAT {
                     v[i] = v[i + 1];
                 }
             }
-            Series::Datetime(v)
+            Series::Datetime(Times(v))
         }
         other => other,
     }
