@@ -123,27 +123,23 @@ fn series(c: Column, n: usize) -> Series {
                 .collect(),
         ),
         // Kept dictionary-encoded (see `Objects`): no per-row work for low-cardinality text,
-        // the hot cost of a million-row pivot. A null row points at an extra `Null` entry.
-        ColumnData::Utf8Dict { dictionary, codes } if !nulls => Series::Object(Objects::Dict {
-            values: dictionary
-                .into_iter()
-                .map(|s| Value::Str(s.into()))
-                .collect(),
-            codes,
-        }),
+        // the hot cost of a million-row pivot. Null rows, if any, point at an extra `Null`
+        // entry.
         ColumnData::Utf8Dict {
             dictionary,
             mut codes,
         } => {
-            let null = dictionary.len() as u32;
             let mut values: Vec<Value> = dictionary
                 .into_iter()
                 .map(|s| Value::Str(s.into()))
                 .collect();
-            values.push(Value::Null);
-            for (i, code) in codes.iter_mut().enumerate() {
-                if is_null(i) || *code >= null {
-                    *code = null;
+            if nulls {
+                let null = values.len() as u32;
+                values.push(Value::Null);
+                for (i, code) in codes.iter_mut().enumerate() {
+                    if is_null(i) || *code >= null {
+                        *code = null;
+                    }
                 }
             }
             Series::Object(Objects::Dict { values, codes })
