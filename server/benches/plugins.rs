@@ -123,9 +123,9 @@ fn bench(c: &mut Criterion) {
     let empty = table::from_frame(&Frame::default());
     c.bench_function("identity post-processor call (empty table)", |b| {
         b.to_async(&rt).iter(|| {
-            let (p, id, t) = (plugins.clone(), identity.clone(), empty.clone());
+            let (p, id, t) = (&plugins, &identity, &empty);
             async move {
-                p.post_process(&id, "fixture", "{}", t, "bench")
+                p.post_process(id, "fixture", "{}", t, "bench")
                     .await
                     .unwrap()
             }
@@ -139,9 +139,9 @@ fn bench(c: &mut Criterion) {
         let wit = table::from_frame(&frame(rows));
         group.bench_with_input(BenchmarkId::new("wasm", rows), &wit, |b, wit| {
             b.to_async(&rt).iter(|| {
-                let (p, bi, t) = (plugins.clone(), builtin.clone(), wit.clone());
+                let (p, bi) = (&plugins, &builtin);
                 async move {
-                    p.post_process(&bi, "post_processing", PIVOT_FLATTEN, t, "bench")
+                    p.post_process(bi, "post_processing", PIVOT_FLATTEN, wit, "bench")
                         .await
                         .unwrap()
                 }
@@ -149,9 +149,9 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("wasm identity", rows), &wit, |b, wit| {
             b.to_async(&rt).iter(|| {
-                let (p, id, t) = (plugins.clone(), identity.clone(), wit.clone());
+                let (p, id) = (&plugins, &identity);
                 async move {
-                    p.post_process(&id, "fixture", "{}", t, "bench")
+                    p.post_process(id, "fixture", "{}", wit, "bench")
                         .await
                         .unwrap()
                 }

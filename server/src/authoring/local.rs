@@ -276,7 +276,7 @@ pub async fn test(args: &TestArgs) -> Result<()> {
                     &plugin,
                     operation,
                     &params.to_string(),
-                    table::from_frame(&frame),
+                    &table::from_frame(&frame),
                     "plugin-test",
                 )
                 .await?;

@@ -45,7 +45,7 @@ pub async fn run(
                     &plugin,
                     "post_processing",
                     &Json::Array(run).to_string(),
-                    t,
+                    &t,
                     request_id,
                 )
                 .await?;
@@ -60,7 +60,7 @@ pub async fn run(
                 options.clone()
             };
             t = plugins
-                .post_process(&plugin, op, &params.to_string(), t, request_id)
+                .post_process(&plugin, op, &params.to_string(), &t, request_id)
                 .await?;
             i += 1;
         }

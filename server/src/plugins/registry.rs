@@ -236,7 +236,7 @@ impl Plugins {
                 index: Vec::new(),
             };
             match self
-                .post_process(&loaded, "smoke-test", "{}", empty, "install")
+                .post_process(&loaded, "smoke-test", "{}", &empty, "install")
                 .await
             {
                 Ok(_) | Err(PluginError::Failed { .. }) => {}
@@ -467,7 +467,7 @@ impl Plugins {
         plugin: &Loaded,
         operation: &str,
         params: &str,
-        input: types::Table,
+        input: &types::Table,
         request_id: &str,
     ) -> Result<types::Table> {
         let Pre::PostProcessor(pre) = &plugin.pre else {
@@ -493,7 +493,7 @@ impl Plugins {
         let outcome = tokio::time::timeout(budget, async {
             let inst: PostProcessor = pre.instantiate_async(&mut call.store).await?;
             inst.liteset_plugin_post_process()
-                .call_process(&mut call.store, &ctx, params, &input)
+                .call_process(&mut call.store, &ctx, params, input)
                 .await
         })
         .await;
