@@ -195,38 +195,37 @@ fn finish<F: Fn(usize, usize) -> Ordering>(
 // state then lives on the stack; measured in the million-row pivot, where that made the
 // sandboxed factorize several times slower than native.
 #[inline(never)]
-fn factorize_by<K: Hash + Eq + Clone, F: Fn(usize) -> Option<K>>(
+fn factorize_by<K: Hash + Eq, F: Fn(usize) -> Option<K>>(
     n: usize,
     key: F,
 ) -> (Vec<u32>, Vec<usize>, bool) {
     let mut map: FxMap<K, u32> = FxMap::default();
     let mut has_null = false;
     let mut firsts = Vec::new();
-    // Query results are usually ordered by their keys (a time column above all), so a row
-    // often repeats the previous row's key: compare before hashing.
-    let mut last: Option<(K, u32)> = None;
-    // Collected from a counted range: the output is written without a capacity check per row.
-    let prov = (0..n)
-        .map(|i| match key(i) {
+    let mut prov = Vec::with_capacity(n);
+    let mut i = 0;
+    while i < n {
+        let k = key(i);
+        // Query results are usually ordered by their keys (a time column above all), so a key
+        // tends to repeat over a run of rows: the run is found by comparison alone, in a loop
+        // small enough to stay in registers in the sandbox, and filled in one go.
+        let mut end = i + 1;
+        while end < n && key(end) == k {
+            end += 1;
+        }
+        let id = match k {
             None => {
                 has_null = true;
                 NULL_CODE
             }
-            Some(k) => {
-                if let Some((lk, lid)) = &last
-                    && *lk == k
-                {
-                    return *lid;
-                }
-                let id = *map.entry(k.clone()).or_insert_with(|| {
-                    firsts.push(i);
-                    (firsts.len() - 1) as u32
-                });
-                last = Some((k, id));
-                id
-            }
-        })
-        .collect();
+            Some(k) => *map.entry(k).or_insert_with(|| {
+                firsts.push(i);
+                (firsts.len() - 1) as u32
+            }),
+        };
+        prov.resize(end, id);
+        i = end;
+    }
     (prov, firsts, has_null)
 }
 
