@@ -479,7 +479,8 @@ pub fn group_by(keys: &[&Series], n: usize, dropna: bool) -> Result<Groups> {
 }
 
 /// Mixed-radix packing of the key codes of every row (order-preserving) in `u64`, for key
-/// products too large for [`pack_dense`]; `u64::MAX` marks a dropped row. One pass per key over contiguous codes (not one row at a time over the keys).
+/// products too large for [`pack_dense`]; `u64::MAX` marks a dropped row. One pass per key
+/// over contiguous codes (not one row at a time over the keys).
 #[inline(never)]
 fn pack(factors: &[Factor], cards: &[u64], dropna: bool, n: usize) -> Vec<u64> {
     let mut packed: Vec<u64> = vec![0; n];
