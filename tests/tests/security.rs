@@ -1,0 +1,6 @@
+//! The adversarial suite: black-box attacks by ordinary accounts against the real binary, on
+//! SQLite and PostgreSQL metadata and real analytics databases. One module per class of
+//! defect; each test tries several spellings of its attack and asserts both the refusal
+//! (4xx in Superset's envelope) and that nothing was left behind.
+//!
+//! Run alone with `bash tests/run -p liteset-tests --test security`.
