@@ -155,34 +155,107 @@ pub struct PluginOverrides {
     pub timeout_ms: Option<u64>,
 }
 
-/// Functions refused by default: Superset's PostgreSQL list plus the ones that sleep or reach
-/// the server's files or other servers.
+/// Functions refused by default in chart SQL, chart fragments and SQL Lab, on every database
+/// (an entry may be a pattern: `*` stands for any run of characters, so a family is refused
+/// whole, including members a newer server adds). Names are matched however they are
+/// spelled: quoted, schema-qualified, in any case (see `query::sqlcheck::functions_called`).
+///
+/// Superset's PostgreSQL list (`DISALLOWED_SQL_FUNCTIONS`: `version`, `inet_*_addr`, the XML
+/// exports) plus what a read-only query must not be able to do with an ordinary role:
+///
+/// * run SQL given as text, which no check of the statement can see: `query_to_xml`,
+///   `cursor_to_xml`, `table_to_xml` (reads a table by name), `schema_to_xml`,
+///   `database_to_xml` and their `*_xmlschema` variants (`*_to_xml*`), `ts_stat`,
+///   `ts_rewrite`;
+/// * reach other servers: `dblink*` (also runs SQL text);
+/// * read or list the server's files or large objects: `pg_read_file`, `pg_read_binary_file`,
+///   `pg_ls_*`, `pg_stat_file`, `pg_current_logfile`, adminpack's `pg_file_*`/`pg_logdir_ls`,
+///   `lo_*` (`lo_import`, `lo_export`, `lo_get`, …), `loread`, `lowrite`;
+/// * change settings or server state, which outlive the statement on a pooled connection or
+///   reach other sessions: `set_config`, `pg_reload_conf`, `pg_rotate_logfile`,
+///   `pg_switch_wal`, `pg_promote`, `pg_cancel_backend`, `pg_terminate_backend`,
+///   `pg_advisory_*` and `pg_try_advisory_*` (session locks stay on the connection),
+///   `pg_notify`, backups, WAL replay, replication slots and origins (logical decoding reads
+///   every table's changes), `pg_create_restore_point`, `pg_stat_reset*`,
+///   `pg_log_backend_memory_contexts`, `pg_import_system_collations`, `binary_upgrade_*`;
+/// * tell about the server: `version`, `inet_client_addr`/`_port`, `inet_server_addr`/`_port`,
+///   `current_setting` and `pg_show_all_settings` (generated chart SQL never needs them;
+///   harmless facts such as `pg_backend_pid` stay allowed);
+/// * hold a connection on purpose: `pg_sleep`, `pg_sleep_for`, `pg_sleep_until` (listed one by
+///   one, so `load-examples` can print the list without `pg_sleep` alone);
+/// * SQLite: `load_extension` (native code), the shell's file functions `readfile`,
+///   `writefile`, `edit`, `fsdir`, `lsdir`, `zipfile`, `fts3_tokenizer` (takes a pointer), and
+///   `sqlite_dbpage` (raw pages).
+///
+/// Not listed: `nextval`/`setval` and other writes (a read-only transaction refuses them
+/// where DML is not allowed, and where it is, they are DML); `xpath` (it reads XML values,
+/// not tables); `zeroblob`/`randomblob` (result size is bounded elsewhere). On a database that
+/// allows DML the list is not a boundary: a role that may create functions can wrap any of
+/// these in one; the database role's privileges are.
 pub const DEFAULT_DISALLOWED_FUNCTIONS: &[&str] = &[
-    "database_to_xml",
-    "dblink",
-    "dblink_exec",
+    // Superset's PostgreSQL list and the rest of its families.
+    "*_to_xml*",
     "inet_client_addr",
+    "inet_client_port",
     "inet_server_addr",
-    "lo_export",
-    "lo_import",
-    "pg_cancel_backend",
-    "pg_ls_dir",
+    "inet_server_port",
+    "version",
+    // SQL given as text.
+    "ts_rewrite",
+    "ts_stat",
+    // Other servers.
+    "dblink*",
+    // Files and large objects.
+    "lo_*",
+    "loread",
+    "lowrite",
+    "pg_current_logfile",
+    "pg_file_*",
+    "pg_logdir_ls",
+    "pg_ls_*",
     "pg_read_binary_file",
     "pg_read_file",
+    "pg_stat_file",
+    // Settings and server state.
+    "binary_upgrade_*",
+    "current_setting",
+    "pg_advisory_*",
+    "pg_backup_*",
+    "pg_cancel_backend",
+    "pg_copy_*_replication_slot",
+    "pg_create_*",
+    "pg_drop_replication_slot",
+    "pg_import_system_collations",
+    "pg_log_backend_memory_contexts",
+    "pg_logical_*",
+    "pg_notify",
+    "pg_promote",
     "pg_reload_conf",
+    "pg_replication_*",
+    "pg_rotate_logfile",
+    "pg_show_all_settings",
+    "pg_start_backup",
+    "pg_stat_reset*",
+    "pg_stop_backup",
+    "pg_switch_wal",
+    "pg_terminate_backend",
+    "pg_try_advisory_*",
+    "pg_wal_replay_*",
+    "set_config",
+    // Sleeping.
     "pg_sleep",
     "pg_sleep_for",
     "pg_sleep_until",
-    "pg_stat_file",
-    "pg_terminate_backend",
-    "query_to_xml",
-    "query_to_xml_and_xmlschema",
-    "table_to_xml",
-    "table_to_xml_and_xmlschema",
-    "version",
+    // SQLite.
+    "edit",
+    "fsdir",
+    "fts3_tokenizer",
     "load_extension",
+    "lsdir",
     "readfile",
+    "sqlite_dbpage",
     "writefile",
+    "zipfile",
 ];
 
 /// Query execution settings; `databases.<database_name>` overrides the pool and timeout of one
