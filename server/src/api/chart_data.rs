@@ -712,8 +712,7 @@ fn check_functions(state: &AppState, ds: &Datasource, sql: &str) -> Result<(), Q
         crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
         crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
     };
-    let called = sqlcheck::functions_called(dialect, sql)?;
-    let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
+    let bad = sqlcheck::disallowed(sqlcheck::functions_called(dialect, sql)?, &denied);
     if bad.is_empty() {
         Ok(())
     } else {

@@ -674,6 +674,30 @@ impl DatasetApi {
         }
     }
 
+    /// Superset's check of a virtual dataset's SQL when it is created or changed
+    /// (`raise_for_access(database, sql)`, the SQL Lab rule): a user who may not read every
+    /// table the SQL reads is refused with `DatasetDataAccessIsNotAllowed`, a 422 on `sql`.
+    async fn check_sql_access(
+        &self,
+        user: &CurrentUser,
+        database: i64,
+        sql: &str,
+    ) -> Result<(), ApiError> {
+        if sql.trim().is_empty() {
+            return Ok(());
+        }
+        let db = self.state.store.load_one(&DATABASE, database, &[]).await?;
+        let spec = connection_spec(&self.state, database).await?;
+        let dialect = super::sqllab::dialect(spec.uri.engine);
+        match super::sqllab::access_refusal(&self.state, user, &db, Some((dialect, sql))).await? {
+            None => Ok(()),
+            Some(refusal) => Err(ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"sql": [refusal.to_string()]}),
+            )),
+        }
+    }
+
     async fn create(&self, user: &CurrentUser, body: &Json_) -> Result<i64, ApiError> {
         let mut changes = resource::changes_from_body(&SPEC, body, false)?;
         let Some(Value::Int(db)) = changes.get("database").cloned() else {
@@ -726,6 +750,9 @@ impl DatasetApi {
             Some(Value::Text(s)) => Some(s.clone()),
             _ => None,
         };
+        if let Some(sql) = &sql {
+            self.check_sql_access(user, db, sql).await?;
+        }
         let cols = self
             .introspect(db, schema.as_deref(), &table, sql.as_deref())
             .await?;
@@ -946,6 +973,31 @@ impl DatasetApi {
             ));
         }
         changes.values.retain(|(n, _)| *n != "uuid");
+        let new_sql = match changes.get("sql") {
+            Some(Value::Text(s)) => Some(s.clone()),
+            _ => None,
+        };
+        let new_db = match changes.get("database") {
+            Some(Value::Int(db)) => Some(*db),
+            _ => None,
+        };
+        if new_sql.is_some() || new_db.is_some() {
+            // The SQL as it will be, on the database it will run on.
+            let rec = self
+                .state
+                .store
+                .load_one(&DATASET, id, &["database"])
+                .await?;
+            // Checked when it changes, as Superset does: unchanged SQL sent back with a form
+            // is not re-judged.
+            let old_db = rec.one("database").map(|d| d.id);
+            let changed = new_sql.as_ref().is_some_and(|s| *s != rec.text("sql"))
+                || new_db.is_some_and(|d| Some(d) != old_db);
+            let sql = new_sql.unwrap_or_else(|| rec.text("sql"));
+            if changed && let Some(db) = new_db.or(old_db) {
+                self.check_sql_access(&user, db, &sql).await?;
+            }
+        }
         let columns = body
             .0
             .get("columns")

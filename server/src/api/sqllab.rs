@@ -157,7 +157,7 @@ fn short_id() -> String {
         .collect()
 }
 
-fn dialect(engine: Engine) -> SqlDialect {
+pub(super) fn dialect(engine: Engine) -> SqlDialect {
     match engine {
         Engine::Postgres => SqlDialect::Postgres,
         Engine::Sqlite => SqlDialect::Sqlite,
@@ -224,29 +224,6 @@ async fn database_record(state: &AppState, id: i64) -> Result<Record, ApiError> 
         .ok_or_else(|| sqllab_error(SqlLabError::DatabaseNotFound))
 }
 
-/// `schema.table` split and unquoted (`"Sales"` → `Sales`, `public.t` → (`public`, `t`)).
-fn split_table(name: &str) -> (Option<String>, String) {
-    let mut parts: Vec<String> = Vec::new();
-    let mut cur = String::new();
-    let mut quoted = false;
-    let mut chars = name.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                chars.next();
-                cur.push('"');
-            }
-            '"' => quoted = !quoted,
-            '.' if !quoted => parts.push(std::mem::take(&mut cur)),
-            c if quoted => cur.push(c),
-            c => cur.push(c.to_ascii_lowercase()),
-        }
-    }
-    parts.push(cur);
-    let table = parts.pop().unwrap_or_default();
-    (parts.pop(), table)
-}
-
 /// Superset's `raise_for_access(database, sql)`: a user with access to the whole database (or
 /// all of them) passes; a user who reaches it only through datasets may read only the tables
 /// of the physical datasets they can access; anyone else gets a 403.
@@ -254,11 +231,32 @@ async fn check_access(
     state: &AppState,
     user: &CurrentUser,
     db: &Record,
-    sql: Option<(SqlDialect, &str, Option<&str>)>,
+    sql: Option<(SqlDialect, &str)>,
 ) -> Result<(), ApiError> {
+    match access_refusal(state, user, db, sql).await? {
+        None => Ok(()),
+        Some(refusal) => Err(sqllab_error(refusal)),
+    }
+}
+
+/// Why `user` may not run `sql` (or, without SQL, use the database `db` at all) under
+/// Superset's `raise_for_access(database, sql)` rules, if they may not: `DatabaseForbidden`
+/// or `TableForbidden`. Shared by SQL Lab and virtual datasets (whose SQL is checked the same
+/// way when it is created or changed).
+///
+/// Tables are the ones `sqlcheck::tables_read` resolves as the database does (CTE scoping,
+/// quoting). An unqualified name is compared with the database's default schema (`public`,
+/// `main`): this server does not apply SQL Lab's schema selection to the connection, so the
+/// name resolves there, not in the selected schema.
+pub(super) async fn access_refusal(
+    state: &AppState,
+    user: &CurrentUser,
+    db: &Record,
+    sql: Option<(SqlDialect, &str)>,
+) -> Result<Option<SqlLabError>, ApiError> {
     let g = user.grants();
     if g.all || g.database_ids.contains(&db.id) {
-        return Ok(());
+        return Ok(None);
     }
     let scope = Pred::And(vec![
         catalog::dataset_scope(&g),
@@ -267,52 +265,52 @@ async fn check_access(
     let (count, ids) = state.store.list_ids(&DATASET, &scope, None, None).await?;
     if count == 0 {
         tracing::info!(
-            message = "SQL Lab access to a database refused.",
+            message = "Access to a database refused.",
             database_id = db.id,
             user_id = user.user.id
         );
-        return Err(sqllab_error(SqlLabError::DatabaseForbidden(format!(
+        return Ok(Some(SqlLabError::DatabaseForbidden(format!(
             "[{}].(id:{})",
             db.text("database_name"),
             db.id
         ))));
     }
-    let Some((dialect, sql, schema)) = sql else {
-        return Ok(());
+    let Some((dialect, sql)) = sql else {
+        return Ok(None);
     };
-    let tables = sqlcheck::tables_referenced(dialect, sql).map_err(SqlLabError::from)?;
+    let tables = match sqlcheck::tables_read(dialect, sql) {
+        Ok(tables) => tables,
+        Err(e) => return Ok(Some(e.into())),
+    };
     let datasets = state.store.load(&DATASET, &ids, &[]).await?;
     let default_schema = match dialect {
         SqlDialect::Postgres => "public",
         SqlDialect::Sqlite => "main",
     };
-    let allowed = |name: &str| {
-        let (want_schema, table) = split_table(name);
-        datasets.iter().any(|d| {
-            let ds_schema = d.text("schema");
-            d.text("sql").trim().is_empty()
-                && d.text("table_name").eq_ignore_ascii_case(&table)
-                && match &want_schema {
-                    Some(s) => ds_schema.eq_ignore_ascii_case(s),
-                    None => {
-                        ds_schema.is_empty()
-                            || ds_schema.eq_ignore_ascii_case(default_schema)
-                            || schema.is_some_and(|s| ds_schema.eq_ignore_ascii_case(s))
-                    }
-                }
+    let missing: Vec<String> = tables
+        .into_iter()
+        .filter(|t| {
+            !datasets.iter().any(|d| {
+                d.text("sql").trim().is_empty()
+                    && t.denotes(
+                        dialect,
+                        &d.text("schema"),
+                        &d.text("table_name"),
+                        default_schema,
+                    )
+            })
         })
-    };
-    let missing: Vec<String> = tables.into_iter().filter(|t| !allowed(t)).collect();
+        .map(|t| t.written)
+        .collect();
     if missing.is_empty() {
-        Ok(())
-    } else {
-        tracing::info!(
-            message = "SQL Lab access to tables refused.",
-            database_id = db.id,
-            user_id = user.user.id
-        );
-        Err(sqllab_error(SqlLabError::TableForbidden(missing)))
+        return Ok(None);
     }
+    tracing::info!(
+        message = "Access to tables refused.",
+        database_id = db.id,
+        user_id = user.user.id
+    );
+    Ok(Some(SqlLabError::TableForbidden(missing)))
 }
 
 /// Loads a query row with its database and user.
@@ -690,7 +688,7 @@ impl SqlLabApi {
         if has_template_params(b.template_params.as_deref()) || sqllab::has_template(&b.sql) {
             return Err(sqllab_error(SqlLabError::TemplateUnsupported));
         }
-        check_access(state, user, &db, Some((d, &b.sql, b.schema.as_deref()))).await?;
+        check_access(state, user, &db, Some((d, &b.sql))).await?;
 
         let limit = self.limit(b.query_limit);
         let client_id = b
@@ -999,7 +997,7 @@ impl SqlLabApi {
         let spec = database::connection_spec(state, db.id).await?;
         let d = dialect(spec.uri.engine);
         let executed = rec.text("executed_sql");
-        check_access(state, &user, &db, Some((d, &rec.text("sql"), None))).await?;
+        check_access(state, &user, &db, Some((d, &rec.text("sql")))).await?;
         let kept = match rec.get::<String>("results_key") {
             Some(key) => state.sqllab.results(&key).await,
             None => None,
@@ -1019,12 +1017,14 @@ impl SqlLabApi {
                 let denied = state
                     .config
                     .disallowed_functions_for(&db.text("database_name"));
-                if let Ok(called) = sqlcheck::functions_called(d, &executed) {
-                    let bad: Vec<String> =
-                        called.into_iter().filter(|f| denied.contains(f)).collect();
-                    if !bad.is_empty() {
-                        return Err(sqllab_error(SqlLabError::DisallowedFunctions(bad)));
+                let bad = match sqlcheck::functions_called(d, &executed) {
+                    Ok(called) => sqlcheck::disallowed(called, &denied),
+                    Err(_) => {
+                        sqlcheck::denied_words(d, &executed, &denied).map_err(SqlLabError::from)?
                     }
+                };
+                if !bad.is_empty() {
+                    return Err(sqllab_error(SqlLabError::DisallowedFunctions(bad)));
                 }
                 let max = state.config.query.sql_max_row;
                 let limit = rec
@@ -1138,7 +1138,7 @@ impl SqlLabApi {
         if params_given || sqllab::has_template(&b.sql) {
             return Err(sqllab_error(SqlLabError::TemplateUnsupported));
         }
-        check_access(state, &user, &db, Some((d, &b.sql, b.schema.as_deref()))).await?;
+        check_access(state, &user, &db, Some((d, &b.sql))).await?;
         if spec.uri.engine != Engine::Postgres {
             return Err(sqllab_error(SqlLabError::Invalid(format!(
                 "Cost estimation is not supported for {} databases",
@@ -1162,20 +1162,21 @@ impl SqlLabApi {
             .config
             .disallowed_functions_for(&db.text("database_name"));
         let called = sqlcheck::functions_called(d, &b.sql).map_err(SqlLabError::from)?;
-        let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
+        let bad = sqlcheck::disallowed(called, &denied);
         if !bad.is_empty() {
             return Err(sqllab_error(SqlLabError::DisallowedFunctions(bad)));
         }
         let mut result = Vec::new();
         for s in &statements {
-            let word = s
-                .sql
-                .split_whitespace()
-                .next()
-                .unwrap_or("")
-                .to_ascii_uppercase();
-            if word == "EXPLAIN" || word == "SET" || word == "BEGIN" {
+            if let Some(word) =
+                crate::query::sqllab::session_statement(d, &s.sql, Some(s.is_mutating))
+            {
                 return Err(sqllab_error(SqlLabError::SessionStatement(word)));
+            }
+            if sqlcheck::leading_keyword(d, &s.sql) == "EXPLAIN" {
+                return Err(sqllab_error(SqlLabError::SessionStatement(
+                    "EXPLAIN".into(),
+                )));
             }
             let explain = format!("EXPLAIN (FORMAT JSON) {}", s.sql);
             let opts = ExecOptions {

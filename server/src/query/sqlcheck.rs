@@ -27,8 +27,8 @@ use std::ops::ControlFlow;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use sqlparser::ast::{
-    Expr, Fetch, LimitClause, ObjectName, ObjectType, Query, Select, Statement, TableFactor, Value,
-    Visit, Visitor,
+    Expr, Fetch, FromTable, LimitClause, ObjectName, ObjectType, Query, Select, SetExpr, Statement,
+    TableFactor, Value, Visit, Visitor,
 };
 use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::keywords::Keyword;
@@ -413,9 +413,43 @@ fn tokenize(dialect: SqlDialect, sql: &str) -> Result<Vec<TokenWithSpan>, SqlErr
         error.data.column = u64::try_from(column).ok();
         return Err(error);
     }
-    Tokenizer::new(dialect.parser_dialect(), sql)
+    let tokens = Tokenizer::new(dialect.parser_dialect(), sql)
         .tokenize_with_location()
-        .map_err(|e| SqlError::from_tokenizer(dialect, sql, e))
+        .map_err(|e| SqlError::from_tokenizer(dialect, sql, e))?;
+    refuse_unicode_identifiers(dialect, sql, &tokens)?;
+    Ok(tokens)
+}
+
+/// Message of the refusal of PostgreSQL's Unicode-escaped identifiers (also used by the
+/// fallback check of SQL the parser cannot read).
+pub const UNICODE_IDENTIFIER_REFUSAL: &str =
+    "Error parsing: Unicode escapes in identifiers (U&\"…\") are not supported";
+
+/// Refuses PostgreSQL's `U&"\0073et_config"`: sqlparser reads it as `U & "\0073et_config"`, so
+/// the name it sees is not the name PostgreSQL resolves, and no name-based check (the function
+/// deny-list, table access) could be trusted on it.
+fn refuse_unicode_identifiers(
+    dialect: SqlDialect,
+    sql: &str,
+    tokens: &[TokenWithSpan],
+) -> Result<(), SqlError> {
+    if dialect != SqlDialect::Postgres {
+        return Ok(());
+    }
+    for window in tokens.windows(3) {
+        if let [first, amp, quoted] = window
+            && let Token::Word(u) = &first.token
+            && u.quote_style.is_none()
+            && u.value.eq_ignore_ascii_case("u")
+            && amp.token == Token::Ampersand
+            && matches!(&quoted.token, Token::Word(w) if w.quote_style == Some('"'))
+        {
+            let mut error = SqlError::at_token(dialect, sql, amp, "U&\"…\"".to_owned());
+            error.data.message = UNICODE_IDENTIFIER_REFUSAL.to_owned();
+            return Err(error);
+        }
+    }
+    Ok(())
 }
 
 fn parser_for(dialect: SqlDialect, tokens: Vec<TokenWithSpan>) -> Parser<'static> {
@@ -1195,14 +1229,19 @@ fn last_name_part(name: &ObjectName) -> String {
 }
 
 /// Lower-cased names of every function called anywhere in the script: in select lists,
-/// predicates, CTEs, sub-queries, nested DML, `FROM`-clause table functions
-/// (`generate_series(…)`, `pg_sleep(0.5)`), and `CALL`. Schema qualification is dropped
-/// (`pg_catalog.pg_sleep` → `pg_sleep`), so a deny-list of bare names (Superset's
-/// `DISALLOWED_SQL_FUNCTIONS`) cannot be side-stepped with a schema prefix.
+/// predicates, CTEs, sub-queries, nested DML, window specifications, `FILTER`, `CASE`, casts,
+/// subscripts, `IN (…)` lists, defaults, `FROM`-clause table functions (`generate_series(…)`,
+/// `pg_sleep(0.5)`, `LATERAL`), and `CALL`: the visitor walks every expression and table
+/// factor of the tree, so no clause has to be listed here. Schema qualification is dropped
+/// (`pg_catalog.pg_sleep` → `pg_sleep`) and quoted names are lower-cased too
+/// (`"PG_SLEEP"` → `pg_sleep`, which PostgreSQL would not resolve to `pg_sleep`: this can only
+/// over-report), so a deny-list of bare names (Superset's `DISALLOWED_SQL_FUNCTIONS`) cannot
+/// be side-stepped by spelling. Comments and whitespace between a name and its `(` are the
+/// tokenizer's business and never reach the tree.
 ///
 /// Functions with dedicated syntax are reported under their SQL name: `extract`,
 /// `substring`, `trim`, `position`, `overlay`, `ceil`, `floor`. `CAST`/`::` and operators are
-/// not reported. Quoted names are lower-cased too, which can only over-report.
+/// not reported.
 pub fn functions_called(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<String>, SqlError> {
     struct Collector(BTreeSet<String>);
     impl Visitor for Collector {
@@ -1256,52 +1295,335 @@ pub fn functions_called(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<Strin
     })
 }
 
-/// Names of the tables (and views) the script references, as written (`golden.sales`,
-/// `"Sales"`), in `FROM`/`JOIN` clauses, sub-queries, CTE bodies and DML/DDL targets. Names of
-/// CTEs are excluded where they are in scope (compared case-insensitively), and so are
-/// `FROM`-clause table functions (`generate_series(…)`; see [`functions_called`]).
-pub fn tables_referenced(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<String>, SqlError> {
-    #[derive(Default)]
+/// True if the function `name` (lower-case) is on the deny-list `denied`. An entry is a name
+/// or a pattern in which `*` stands for any run of characters (`pg_ls_*`, `*_to_xml*`), so a
+/// family of functions is refused as a whole, including members a newer database adds.
+pub fn is_denied(name: &str, denied: &BTreeSet<String>) -> bool {
+    denied.iter().any(|pattern| glob_match(pattern, name))
+}
+
+/// The names among `called` that [`is_denied`], in order.
+pub fn disallowed(
+    called: impl IntoIterator<Item = String>,
+    denied: &BTreeSet<String>,
+) -> Vec<String> {
+    let called: BTreeSet<String> = called.into_iter().collect();
+    called
+        .into_iter()
+        .filter(|f| is_denied(f, denied))
+        .collect()
+}
+
+/// `*`-only glob matching (no other metacharacters: SQL names contain no `*`).
+fn glob_match(pattern: &str, name: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let first = pieces.next().unwrap_or("");
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty();
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// The deny-list check for SQL the parser cannot read, deliberately over-eager: every
+/// identifier-like word anywhere in the text (strings and comments included) that is followed
+/// by `(` is a candidate, quoted (`"set_config"(`, `[readfile](`, `` `edit`( ``), qualified
+/// (`pg_catalog.x(`, since quotes and dots separate words) or with whitespace and comments
+/// before its parenthesis alike. (A call always has one: names without it are columns, such
+/// as SSB's `lo_discount`, which a pattern like `lo_*` must not refuse.) PostgreSQL's
+/// `U&"…"` identifiers can spell any name without its letters, so the text is refused
+/// outright when it holds one.
+pub fn denied_words(
+    dialect: SqlDialect,
+    sql: &str,
+    denied: &BTreeSet<String>,
+) -> Result<Vec<String>, SqlError> {
+    let lower = sql.to_ascii_lowercase();
+    if dialect == SqlDialect::Postgres && lower.contains("u&\"") {
+        return Err(SqlError::invalid(
+            dialect,
+            sql,
+            UNICODE_IDENTIFIER_REFUSAL.to_owned(),
+            None,
+        ));
+    }
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in lower.char_indices().chain([(lower.len(), ' ')]) {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(from)) => {
+                start = None;
+                let after = skip_trivia(dialect, &lower[i..], true);
+                if after.starts_with('(') {
+                    words.push(lower[from..i].to_owned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(disallowed(words, denied))
+}
+
+/// `text` without the whitespace and comments at its start (read as `dialect` reads them:
+/// PostgreSQL nests `/* */` and also ends `--` at a carriage return; SQLite does neither),
+/// and, with `quotes`, without closing identifier quotes (`"`, `]`, `` ` ``) among them.
+fn skip_trivia(dialect: SqlDialect, text: &str, quotes: bool) -> &str {
+    let nests = dialect == SqlDialect::Postgres;
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' | b']' | b'`' if quotes => i += 1,
+            b'-' if bytes.get(i + 1) == Some(&b'-') => {
+                while i < bytes.len() && bytes[i] != b'\n' && !(nests && bytes[i] == b'\r') {
+                    i += 1;
+                }
+            }
+            b'/' if bytes.get(i + 1) == Some(&b'*') => {
+                let mut depth = 0usize;
+                while i < bytes.len() {
+                    if bytes[i] == b'/' && bytes.get(i + 1) == Some(&b'*') {
+                        depth = if nests { depth + 1 } else { 1 };
+                        i += 2;
+                    } else if bytes[i] == b'*' && bytes.get(i + 1) == Some(&b'/') {
+                        depth -= 1;
+                        i += 2;
+                        if depth == 0 {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            _ => match text[i..].chars().next() {
+                Some(c) if c.is_whitespace() => i += c.len_utf8(),
+                _ => break,
+            },
+        }
+    }
+    text.get(i..).unwrap_or("")
+}
+
+/// The first keyword of `sql`, upper-cased, after the whitespace, comments and empty
+/// statements (`;`) the database skips, read as `dialect` reads them: PostgreSQL nests
+/// `/* /* */ */` and ends `--` comments at a carriage return too; SQLite does neither. Empty
+/// when nothing but trivia is left or the text starts with something else (`(`, a quote).
+/// This is what classifies a statement the parser cannot read, so a leading comment cannot
+/// hide its kind.
+pub fn leading_keyword(dialect: SqlDialect, sql: &str) -> String {
+    let mut rest = skip_trivia(dialect, sql, false);
+    while let Some(after) = rest.strip_prefix(';') {
+        rest = skip_trivia(dialect, after, false);
+    }
+    rest.split(|c: char| !c.is_ascii_alphabetic())
+        .next()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+}
+
+/// A table or view a script reads or writes, with its name compared the way the database
+/// compares names.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TableRef {
+    /// The schema the name is qualified with, if any (the part before the table; a catalog
+    /// before it is ignored), folded like [`TableRef::table`].
+    pub schema: Option<String>,
+    /// The table name as the database resolves it: PostgreSQL folds unquoted names to lower
+    /// case and keeps quoted ones as written (`Secret` → `secret`, `"Secret"` → `Secret`);
+    /// SQLite compares names case-insensitively whether quoted or not, so both are
+    /// lower-cased there.
+    pub table: String,
+    /// The name as written, for messages (`public."Secret"`).
+    pub written: String,
+}
+
+impl TableRef {
+    /// True if this reference denotes the table `table` in schema `schema` (names as the
+    /// database stores them; an empty `schema` means unqualified), given that unqualified
+    /// names resolve in `default_schema`.
+    pub fn denotes(
+        &self,
+        dialect: SqlDialect,
+        schema: &str,
+        table: &str,
+        default_schema: &str,
+    ) -> bool {
+        let same = |a: &str, b: &str| match dialect {
+            SqlDialect::Postgres => a == b,
+            SqlDialect::Sqlite => a.eq_ignore_ascii_case(b),
+        };
+        let schema = if schema.is_empty() {
+            default_schema
+        } else {
+            schema
+        };
+        same(&self.table, table) && same(self.schema.as_deref().unwrap_or(default_schema), schema)
+    }
+}
+
+/// An identifier as the database compares it (see [`TableRef::table`]). PostgreSQL folds
+/// ASCII letters only in a UTF-8 database (`downcase_identifier`).
+fn fold(dialect: SqlDialect, ident: &sqlparser::ast::Ident) -> String {
+    match dialect {
+        SqlDialect::Postgres if ident.quote_style.is_some() => ident.value.clone(),
+        _ => ident.value.to_ascii_lowercase(),
+    }
+}
+
+/// The tables (and views) the script reads or writes, in `FROM`/`JOIN` clauses, sub-queries
+/// anywhere (select list, `WHERE`, `JOIN … ON`, `LATERAL`), CTE bodies, `TABLE x`, and
+/// DML/DDL targets, with names resolved the way the database resolves them:
+///
+/// * a one-part name is a CTE, not a table, only where that CTE is in scope: in the main query
+///   of its `WITH` and in the bodies of the CTEs defined after it, not in its own body unless
+///   the `WITH` is `RECURSIVE` (PostgreSQL resolves `WITH secret AS (SELECT * FROM secret)`'s
+///   inner name to the real table), and not outside the (sub-)query whose `WITH` defines it;
+///   an inner `WITH` shadows an outer one only within its query;
+/// * a qualified name (`public.secret`) is never a CTE, nor is a DML target (`WITH secret AS
+///   (…) DELETE FROM secret` deletes from the table);
+/// * names compare as [`TableRef`] says (`"Secret"` is not `secret` on PostgreSQL).
+///
+/// Where the scoping rules of SQLite differ (its CTEs also see later ones), these stricter
+/// rules report a CTE as a table at worst, which refuses a query rather than admitting one.
+/// `FROM`-clause table functions (`generate_series(…)`) are not tables (see
+/// [`functions_called`]).
+pub fn tables_read(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<TableRef>, SqlError> {
+    /// The CTEs one query defines and how many of them are in scope at the walk's position.
+    struct Frame {
+        ctes: Vec<String>,
+        /// The CTE bodies, by address (the visitor hands out the very nodes of the tree).
+        bodies: Vec<*const Query>,
+        recursive: bool,
+        visible: usize,
+    }
     struct Collector {
-        tables: BTreeSet<String>,
-        /// CTE names per enclosing query, innermost last.
-        scopes: Vec<Vec<String>>,
-        /// Names of table functions, which are visited as relations too; identified by
-        /// address since the visitor hands out the very nodes of the tree.
+        dialect: SqlDialect,
+        tables: BTreeSet<TableRef>,
+        frames: Vec<Frame>,
+        /// Names of table functions, which are visited as relations too.
         functions: Vec<*const ObjectName>,
     }
     impl Collector {
-        fn add(&mut self, name: &ObjectName) {
+        fn is_cte(&self, name: &str) -> bool {
+            self.frames
+                .iter()
+                .any(|f| f.ctes[..f.visible].iter().any(|c| c == name))
+        }
+        fn add_parts(&mut self, parts: &[&sqlparser::ast::Ident], written: String, target: bool) {
+            let Some((table, qualifiers)) = parts.split_last() else {
+                return;
+            };
+            let table = fold(self.dialect, table);
+            let schema = qualifiers.last().map(|s| fold(self.dialect, s));
+            if schema.is_none() && !target && self.is_cte(&table) {
+                return;
+            }
+            self.tables.insert(TableRef {
+                schema,
+                table,
+                written,
+            });
+        }
+        fn add(&mut self, name: &ObjectName, target: bool) {
             if self.functions.contains(&(name as *const ObjectName)) {
                 return;
             }
-            if let [part] = name.0.as_slice()
-                && let Some(ident) = part.as_ident()
-                && self
-                    .scopes
-                    .iter()
-                    .flatten()
-                    .any(|cte| cte.eq_ignore_ascii_case(&ident.value))
-            {
-                return;
+            let parts: Option<Vec<&sqlparser::ast::Ident>> =
+                name.0.iter().map(|p| p.as_ident()).collect();
+            match parts {
+                Some(parts) => self.add_parts(&parts, name.to_string(), target),
+                // A name with a function part is no table name PostgreSQL or SQLite accept;
+                // report it whole rather than lose it.
+                None => {
+                    self.tables.insert(TableRef {
+                        schema: None,
+                        table: name.to_string(),
+                        written: name.to_string(),
+                    });
+                }
             }
-            self.tables.insert(name.to_string());
+        }
+        fn add_target(&mut self, factor: &TableFactor) {
+            if let TableFactor::Table { name, .. } = factor {
+                self.add(name, true);
+            }
+        }
+        /// `TABLE x` (PostgreSQL's `SELECT * FROM x`) in a query body.
+        fn add_table_commands(&mut self, body: &SetExpr) {
+            match body {
+                SetExpr::Table(table) => {
+                    if let Some(name) = &table.table_name {
+                        let parts: Vec<&sqlparser::ast::Ident> =
+                            table.schema_name.iter().chain([name]).collect();
+                        let written = parts
+                            .iter()
+                            .map(|p| p.to_string())
+                            .collect::<Vec<_>>()
+                            .join(".");
+                        self.add_parts(&parts, written, false);
+                    }
+                }
+                SetExpr::SetOperation { left, right, .. } => {
+                    self.add_table_commands(left);
+                    self.add_table_commands(right);
+                }
+                _ => {}
+            }
         }
     }
     impl Visitor for Collector {
         type Break = ();
         fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
-            let names = query
-                .with
-                .iter()
-                .flat_map(|with| &with.cte_tables)
-                .map(|cte| cte.alias.name.value.clone())
-                .collect();
-            self.scopes.push(names);
+            if let Some(frame) = self.frames.last_mut()
+                && let Some(i) = frame.bodies.iter().position(|b| std::ptr::eq(*b, query))
+            {
+                frame.visible = if frame.recursive { i + 1 } else { i };
+            }
+            let (ctes, bodies, recursive) = match &query.with {
+                Some(with) => (
+                    with.cte_tables
+                        .iter()
+                        .map(|cte| fold(self.dialect, &cte.alias.name))
+                        .collect(),
+                    with.cte_tables
+                        .iter()
+                        .map(|cte| &*cte.query as *const Query)
+                        .collect(),
+                    with.recursive,
+                ),
+                None => (Vec::new(), Vec::new(), false),
+            };
+            // The main query sees every CTE; the visitor walks the bodies first (`with` is
+            // the first field of `Query`), lowering `visible` for each.
+            let visible = ctes.len();
+            self.frames.push(Frame {
+                ctes,
+                bodies,
+                recursive,
+                visible,
+            });
+            self.add_table_commands(&query.body);
             ControlFlow::Continue(())
         }
-        fn post_visit_query(&mut self, _query: &Query) -> ControlFlow<()> {
-            self.scopes.pop();
+        fn post_visit_query(&mut self, query: &Query) -> ControlFlow<()> {
+            self.frames.pop();
+            if let Some(frame) = self.frames.last_mut()
+                && frame.bodies.contains(&(query as *const Query))
+            {
+                frame.visible = frame.ctes.len();
+            }
             ControlFlow::Continue(())
         }
         fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<()> {
@@ -1316,24 +1638,37 @@ pub fn tables_referenced(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<Stri
             ControlFlow::Continue(())
         }
         fn pre_visit_relation(&mut self, relation: &ObjectName) -> ControlFlow<()> {
-            self.add(relation);
+            self.add(relation, false);
             ControlFlow::Continue(())
         }
         fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<()> {
-            // Targets the visitor does not report as relations.
+            // Targets, which never name a CTE, and those the visitor does not report as
+            // relations.
             match statement {
                 Statement::Insert(insert) => {
                     if let sqlparser::ast::TableObject::TableName(name) = &insert.table {
-                        self.add(name);
+                        self.add(name, true);
                     }
                 }
+                Statement::Update(update) => self.add_target(&update.table.relation),
+                Statement::Delete(delete) => {
+                    for name in &delete.tables {
+                        self.add(name, true);
+                    }
+                    let (FromTable::WithFromKeyword(from) | FromTable::WithoutKeyword(from)) =
+                        &delete.from;
+                    for table in from {
+                        self.add_target(&table.relation);
+                    }
+                }
+                Statement::Merge(merge) => self.add_target(&merge.table),
                 Statement::Drop {
                     object_type: ObjectType::Table | ObjectType::View | ObjectType::MaterializedView,
                     names,
                     ..
                 } => {
                     for name in names {
-                        self.add(name);
+                        self.add(name, true);
                     }
                 }
                 _ => {}
@@ -1343,14 +1678,28 @@ pub fn tables_referenced(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<Stri
     }
     guard(dialect, sql, || {
         let script = parse_script(dialect, sql)?;
-        let mut collector = Collector::default();
+        let mut collector = Collector {
+            dialect,
+            tables: BTreeSet::new(),
+            frames: Vec::new(),
+            functions: Vec::new(),
+        };
         for statement in &script.statements {
-            collector.scopes.clear();
+            collector.frames.clear();
             collector.functions.clear();
             let _ = statement.ast.visit(&mut collector);
         }
         Ok(collector.tables)
     })
+}
+
+/// Names of the tables (and views) the script references, as written (`golden.sales`,
+/// `"Sales"`): [`tables_read`]'s names, for display.
+pub fn tables_referenced(dialect: SqlDialect, sql: &str) -> Result<BTreeSet<String>, SqlError> {
+    Ok(tables_read(dialect, sql)?
+        .into_iter()
+        .map(|t| t.written)
+        .collect())
 }
 
 /// Pretty-prints a script (SQL Lab's "Format SQL"): each statement through sqlparser's
@@ -2115,6 +2464,419 @@ mod tests {
                 tables_referenced(*dialect, sql),
                 Ok(set(expected)),
                 "{sql:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn cte_names_are_scoped_as_the_database_scopes_them() {
+        // (dialect, sql, tables as written)
+        let cases: &[(SqlDialect, &str, &[&str])] = &[
+            // A CTE is not in scope inside its own non-recursive body.
+            (
+                PG,
+                "WITH secret AS (SELECT * FROM secret) SELECT * FROM secret",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH a AS (SELECT 1), secret AS (SELECT * FROM secret) SELECT * FROM a, secret",
+                &["secret"],
+            ),
+            // Earlier CTEs are in scope in later bodies; later ones are not in earlier bodies.
+            (
+                PG,
+                "WITH secret AS (SELECT 1), b AS (SELECT * FROM secret) SELECT * FROM b",
+                &[],
+            ),
+            (
+                PG,
+                "WITH b AS (SELECT * FROM secret), secret AS (SELECT 1) SELECT * FROM b",
+                &["secret"],
+            ),
+            // Nested WITHs are scoped to their sub-query.
+            (
+                PG,
+                "WITH x AS (SELECT 1) SELECT * FROM (WITH secret AS (SELECT * FROM secret) \
+                 SELECT * FROM secret) s",
+                &["secret"],
+            ),
+            (
+                PG,
+                "SELECT * FROM (WITH secret AS (SELECT 1) SELECT * FROM secret) s, secret",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH a AS (WITH secret AS (SELECT 1) SELECT * FROM secret) SELECT * FROM a, secret",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH secret AS (SELECT 1) SELECT * FROM (WITH other AS (SELECT 2) \
+                 SELECT * FROM secret, other) s",
+                &[],
+            ),
+            // A qualified name is never a CTE.
+            (
+                PG,
+                "WITH secret AS (SELECT 1) SELECT * FROM public.secret",
+                &["public.secret"],
+            ),
+            // Sub-queries anywhere see the CTEs of their query, and read tables.
+            (
+                PG,
+                "WITH secret AS (SELECT 1) SELECT (SELECT count(*) FROM secret)",
+                &[],
+            ),
+            (
+                PG,
+                "SELECT * FROM open WHERE x IN (SELECT x FROM secret)",
+                &["open", "secret"],
+            ),
+            (
+                PG,
+                "SELECT (SELECT max(x) FROM secret) FROM open",
+                &["open", "secret"],
+            ),
+            (
+                PG,
+                "SELECT * FROM open o JOIN open p ON EXISTS (SELECT 1 FROM secret)",
+                &["open", "secret"],
+            ),
+            (
+                PG,
+                "SELECT * FROM open, LATERAL (SELECT * FROM secret) s",
+                &["open", "secret"],
+            ),
+            (
+                PG,
+                "SELECT * FROM open UNION TABLE secret",
+                &["open", "secret"],
+            ),
+            (
+                PG,
+                "WITH secret AS (SELECT 1) SELECT 1 UNION TABLE secret",
+                &[],
+            ),
+            // RECURSIVE puts a CTE in scope in its own body.
+            (
+                PG,
+                "WITH RECURSIVE secret AS (SELECT 1 UNION ALL SELECT * FROM secret) \
+                 SELECT * FROM secret",
+                &[],
+            ),
+            (
+                PG,
+                "WITH RECURSIVE r AS (SELECT * FROM secret UNION ALL SELECT * FROM r) \
+                 SELECT * FROM r",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH RECURSIVE secret AS (SELECT * FROM public.secret UNION ALL \
+                 SELECT * FROM secret) SELECT * FROM secret",
+                &["public.secret"],
+            ),
+            // Case: PostgreSQL folds unquoted names, keeps quoted ones.
+            (
+                PG,
+                "WITH \"Secret\" AS (SELECT 1) SELECT * FROM secret",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH secret AS (SELECT 1) SELECT * FROM \"Secret\"",
+                &["\"Secret\""],
+            ),
+            (
+                PG,
+                "WITH Secret AS (SELECT 1) SELECT * FROM \"secret\"",
+                &[],
+            ),
+            (PG, "WITH SECRET AS (SELECT 1) SELECT * FROM Secret", &[]),
+            // SQLite compares names case-insensitively, quoted or not.
+            (
+                LITE,
+                "WITH Secret AS (SELECT 1) SELECT * FROM \"SECRET\"",
+                &[],
+            ),
+            (
+                LITE,
+                "WITH secret AS (SELECT * FROM secret) SELECT * FROM secret",
+                &["secret"],
+            ),
+            // DML targets are tables, whatever CTEs are called.
+            (
+                PG,
+                "WITH secret AS (SELECT 1) DELETE FROM secret",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH secret AS (SELECT 1) UPDATE secret SET x = 1",
+                &["secret"],
+            ),
+            (
+                PG,
+                "WITH secret AS (SELECT 1) INSERT INTO secret SELECT * FROM secret",
+                &["secret"],
+            ),
+        ];
+        for (dialect, sql, expected) in cases {
+            assert_eq!(
+                tables_referenced(*dialect, sql),
+                Ok(set(expected)),
+                "{dialect:?} {sql:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn table_refs_compare_as_the_database_compares() {
+        let one = |dialect, sql| {
+            tables_read(dialect, sql)
+                .unwrap()
+                .into_iter()
+                .next()
+                .unwrap()
+        };
+        let t = one(PG, "SELECT * FROM Public.Open");
+        assert!(t.denotes(PG, "public", "open", "public"));
+        assert!(!t.denotes(PG, "other", "open", "public"));
+        let t = one(PG, "SELECT * FROM open");
+        assert!(t.denotes(PG, "", "open", "public"));
+        assert!(t.denotes(PG, "public", "open", "public"));
+        assert!(!t.denotes(PG, "other", "open", "public"));
+        let t = one(PG, "SELECT * FROM \"OPEN\"");
+        assert!(!t.denotes(PG, "public", "open", "public"));
+        assert!(t.denotes(PG, "public", "OPEN", "public"));
+        let t = one(LITE, "SELECT * FROM \"OPEN\"");
+        assert!(t.denotes(LITE, "", "open", "main"));
+        let t = one(LITE, "SELECT * FROM [Main].[OPEN]");
+        assert!(t.denotes(LITE, "main", "open", "main"));
+        let t = one(PG, "SELECT * FROM db.public.open");
+        assert_eq!(t.schema.as_deref(), Some("public"));
+    }
+
+    #[test]
+    fn every_spelling_of_a_call_is_reported() {
+        let call = "set_config('a', 'b', false)";
+        let spellings = [
+            format!("SELECT {call}"),
+            "SELECT \"set_config\"('a', 'b', false)".to_owned(),
+            "SELECT SET_CONFIG('a', 'b', false)".to_owned(),
+            "SELECT pg_catalog.set_config('a', 'b', false)".to_owned(),
+            "SELECT \"pg_catalog\".\"set_config\"('a', 'b', false)".to_owned(),
+            "SELECT set_config /* c */ ('a', 'b', false)".to_owned(),
+            "SELECT set_config\n-- c\n('a', 'b', false)".to_owned(),
+            format!("SELECT * FROM {call}"),
+            format!("SELECT * FROM {call} AS s(x)"),
+            format!("SELECT * FROM t, LATERAL {call} s"),
+            format!("SELECT * FROM t, LATERAL (SELECT {call}) s"),
+            format!("SELECT * FROM generate_series(1, length({call}))"),
+            format!("CALL {call}"),
+            format!("SELECT CAST({call} AS int)"),
+            format!("SELECT {call}::int"),
+            format!("SELECT 1 WHERE 'x' IN ({call})"),
+            format!("SELECT 1 WHERE 'x' IN (SELECT {call})"),
+            format!("SELECT sum(x) OVER (PARTITION BY {call}) FROM t"),
+            format!("SELECT sum(x) OVER (ORDER BY {call}) FROM t"),
+            format!("SELECT count(*) FILTER (WHERE {call} = '') FROM t"),
+            format!("SELECT (ARRAY[1])[length({call})]"),
+            format!("SELECT CASE WHEN true THEN {call} END"),
+            format!("SELECT * FROM t ORDER BY {call}"),
+            format!("SELECT x FROM t GROUP BY {call}"),
+            format!("SELECT x FROM t GROUP BY x HAVING {call} = ''"),
+            format!("SELECT 1 LIMIT length({call})"),
+            format!("VALUES ({call})"),
+            format!("SELECT ARRAY(SELECT {call})"),
+            format!("SELECT ROW({call})"),
+            format!("SELECT {call} COLLATE \"C\""),
+            format!("SELECT x FROM t JOIN u ON {call} = ''"),
+            format!("SELECT string_agg(x, ',' ORDER BY {call}) FROM t"),
+            format!("SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY length({call})) FROM t"),
+            format!("SELECT coalesce(NULL, {call})"),
+            format!("SELECT 1 WHERE EXISTS (SELECT {call})"),
+            format!("WITH c AS (SELECT {call}) SELECT * FROM c"),
+            format!("CREATE TABLE t (x text DEFAULT {call})"),
+            format!("INSERT INTO t VALUES ({call})"),
+            format!("UPDATE t SET x = {call}"),
+            format!("DELETE FROM t WHERE x = {call}"),
+            format!("EXPLAIN ANALYZE SELECT {call}"),
+            format!("PREPARE p AS SELECT {call}"),
+            format!("CREATE VIEW v AS SELECT {call}"),
+            format!("SELECT x[length({call})] FROM t"),
+            format!("SELECT {call} IS NULL"),
+            format!("SELECT NOT ({call} = '')"),
+            format!("SELECT sum(x) OVER w FROM t WINDOW w AS (PARTITION BY {call})"),
+            format!("SELECT * FROM t WHERE x = ANY(ARRAY[{call}])"),
+            format!("INSERT INTO t VALUES (1) ON CONFLICT (x) DO UPDATE SET x = {call}"),
+            format!("SELECT * FROM t FETCH FIRST length({call}) ROWS ONLY"),
+            format!("SELECT * FROM t OFFSET length({call})"),
+            format!("SELECT DISTINCT ON ({call}) x FROM t"),
+            format!("SELECT x FROM t GROUP BY GROUPING SETS (({call}), ())"),
+            format!("SELECT x FROM t GROUP BY ROLLUP ({call})"),
+            format!("SELECT {call}::timestamp AT TIME ZONE 'utc'"),
+            format!("SELECT * FROM t TABLESAMPLE BERNOULLI (length({call}))"),
+            format!("SELECT * FROM unnest(ARRAY[{call}])"),
+            format!("SELECT * FROM t WHERE x IN (VALUES ({call}))"),
+            format!("SELECT (1, {call})"),
+            format!("SELECT CASE {call} WHEN 'a' THEN 1 END"),
+            format!("SELECT ARRAY[{call}]"),
+            format!("SELECT ({call})[1]"),
+            format!("SELECT {call} IS DISTINCT FROM 'x'"),
+            format!("SELECT * FROM t WHERE x = (SELECT {call})"),
+            format!("MERGE INTO t USING (SELECT {call} AS y) s ON true WHEN MATCHED THEN DELETE"),
+            format!("SELECT extract(epoch FROM {call}::timestamp)"),
+            format!("SELECT substring({call} FROM 1 FOR 2)"),
+            format!("SELECT trim(both {call} FROM 'x')"),
+            format!("SELECT position({call} IN 'x')"),
+            format!("SELECT x FROM t WHERE x LIKE {call} ESCAPE '!'"),
+            format!("SELECT x FROM t WHERE x BETWEEN {call} AND 'z'"),
+            "SELECT set_config(setting_name => 'a', new_value => 'b', is_local => false)"
+                .to_owned(),
+            format!("SELECT * FROM (SELECT * FROM t) s WHERE s.x = {call}"),
+            format!("SELECT * FROM t JOIN LATERAL {call} s ON true"),
+            format!("SELECT max(x) FILTER (WHERE {call} = '') OVER () FROM t"),
+            format!("UPDATE t SET x = 1 FROM (SELECT {call}) s"),
+            format!("DELETE FROM t USING (SELECT {call}) s"),
+            format!("INSERT INTO t SELECT {call} RETURNING {call}"),
+        ];
+        // What the parser reads is checked on the tree; what it cannot read, by the fallback.
+        let denied: BTreeSet<String> = set(&["set_config"]);
+        for sql in &spellings {
+            match functions_called(PG, sql) {
+                Ok(called) => assert!(called.contains("set_config"), "{sql}: {called:?}"),
+                Err(_) => assert_eq!(
+                    denied_words(PG, sql, &denied),
+                    Ok(vec!["set_config".to_owned()]),
+                    "{sql}"
+                ),
+            }
+        }
+        for sql in [
+            "SELECT load_extension('x')",
+            "SELECT \"load_extension\"('x')",
+            "SELECT [load_extension]('x')",
+            "SELECT `LOAD_EXTENSION`('x')",
+            "SELECT * FROM t WHERE x IN (SELECT load_extension('x'))",
+        ] {
+            let called = functions_called(LITE, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(called.contains("load_extension"), "{sql}: {called:?}");
+        }
+        // U&"…" spells names sqlparser would misread: refused before anything else.
+        for sql in [
+            "SELECT U&\"\\0073et_config\"('a', 'b', false)",
+            "SELECT * FROM u&\"secret\"",
+        ] {
+            let err = functions_called(PG, sql).expect_err(sql);
+            assert_eq!(err.message(), UNICODE_IDENTIFIER_REFUSAL);
+            assert!(tables_read(PG, sql).is_err());
+            assert!(split_statements(PG, sql).is_err());
+        }
+        assert!(functions_called(PG, "SELECT U&'\\0041'").is_ok());
+        assert!(functions_called(LITE, "SELECT u&\"x\" FROM t").is_ok());
+    }
+
+    #[test]
+    fn deny_list_patterns_match_whole_names() {
+        let denied: BTreeSet<String> = ["*_to_xml*", "lo_*", "pg_sleep", "pg_*_slot"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for name in [
+            "query_to_xml",
+            "schema_to_xmlschema",
+            "cursor_to_xml",
+            "table_to_xml_and_xmlschema",
+            "lo_import",
+            "lo_",
+            "pg_sleep",
+            "pg_create_logical_replication_slot",
+        ] {
+            assert!(is_denied(name, &denied), "{name}");
+        }
+        for name in [
+            "xml",
+            "to_xml",
+            "lower",
+            "pg_sleep_for",
+            "pg_slot",
+            "xlo_get",
+            "pg_sleepx",
+        ] {
+            assert!(!is_denied(name, &denied), "{name}");
+        }
+        assert_eq!(
+            disallowed(
+                [
+                    "lower".to_owned(),
+                    "lo_get".to_owned(),
+                    "pg_sleep".to_owned()
+                ],
+                &denied
+            ),
+            vec!["lo_get".to_owned(), "pg_sleep".to_owned()]
+        );
+    }
+
+    #[test]
+    fn the_fallback_finds_calls_in_any_spelling() {
+        let denied: BTreeSet<String> = ["set_config", "readfile", "lo_*"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        let cases: &[(SqlDialect, &str, &[&str])] = &[
+            (PG, "SELEC set_config('a','b',false)", &["set_config"]),
+            (PG, "SELEC \"set_config\" ('a','b',false)", &["set_config"]),
+            (
+                PG,
+                "SELEC \"pg_catalog\".\"set_config\"/* x */('a')",
+                &["set_config"],
+            ),
+            (PG, "SELEC set_config/* /* */ ( */('a')", &["set_config"]),
+            (PG, "SELEC set_config -- x\r('a')", &["set_config"]),
+            (PG, "SELEC SET_CONFIG\n\t('a')", &["set_config"]),
+            (PG, "SELEC lo_get(1), lo_discount FROM t", &["lo_get"]),
+            (PG, "SELEC set_config FROM t", &[]),
+            (LITE, "SELEC [readfile]('/etc/passwd')", &["readfile"]),
+            (LITE, "SELEC `readfile` ('/etc/passwd')", &["readfile"]),
+            (LITE, "SELEC readfile/* /* */('/etc/passwd')", &["readfile"]),
+        ];
+        for (dialect, sql, expected) in cases {
+            let expected: Vec<String> = expected.iter().map(|s| (*s).to_owned()).collect();
+            assert_eq!(
+                denied_words(*dialect, sql, &denied),
+                Ok(expected),
+                "{sql:?}"
+            );
+        }
+        assert!(denied_words(PG, "SELEC U&\"x\"", &denied).is_err());
+    }
+
+    #[test]
+    fn leading_keywords_skip_what_the_database_skips() {
+        let cases: &[(SqlDialect, &str, &str)] = &[
+            (LITE, "ATTACH 'x' AS y", "ATTACH"),
+            (LITE, "  /* x */ attach 'x' AS y", "ATTACH"),
+            (LITE, "-- x\nATTACH 'x' AS y", "ATTACH"),
+            (LITE, "/* /* */ ATTACH 'x' AS y", "ATTACH"),
+            (LITE, "-- x\rATTACH 'x' AS y", ""),
+            (LITE, ";; ;\nBegin", "BEGIN"),
+            (PG, "/* /* */ */ SET x = 1", "SET"),
+            (PG, "/* /* */ SET x = 1 */ SELECT 1", "SELECT"),
+            (PG, "-- x\rSET x = 1", "SET"),
+            (PG, "/* unterminated", ""),
+            (PG, "(SELECT 1)", ""),
+            (PG, "", ""),
+            (PG, "\u{a0}\u{2003}VACUUM", "VACUUM"),
+        ];
+        for (dialect, sql, expected) in cases {
+            assert_eq!(
+                leading_keyword(*dialect, sql),
+                *expected,
+                "{dialect:?} {sql:?}"
             );
         }
     }

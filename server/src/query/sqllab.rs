@@ -63,7 +63,8 @@ pub enum SqlLabError {
     /// The script calls functions the configuration refuses.
     #[error("SQL contains disallowed function(s): {}", .0.join(", "))]
     DisallowedFunctions(Vec<String>),
-    /// A transaction or session statement, which cannot work when each statement runs in its
+    /// A transaction, session or server-side statement (see `SESSION_WORDS`), which cannot
+    /// work, or would leak state or reach outside the query, when each statement runs in its
     /// own transaction on a pooled connection.
     #[error(
         "{0} statements are not supported in SQL Lab: each statement of a script runs in its \
@@ -131,9 +132,14 @@ impl Plan {
     }
 }
 
-/// First words of statements that change transaction or session state. Every statement runs
-/// in its own transaction on whichever pooled connection is free, so such a statement would
-/// either do nothing useful or leak state into a connection another user gets next.
+/// First keywords of statements SQL Lab never runs, whatever the database allows. Every
+/// statement runs in its own transaction on whichever pooled connection is free, so
+/// transaction control (`BEGIN`, `END`, `SAVEPOINT`, …) cannot work, and session changes
+/// (`SET`, `RESET`, `DISCARD`, `LISTEN`, `PREPARE`, cursors, `LOCK`, SQLite's `ATTACH`/
+/// `DETACH`) would leak into the connection another user gets next. The rest reach outside
+/// the statement: `COPY` (server files and programs), `DO` and `CALL` (code whose calls the
+/// function deny-list cannot see, and procedures may commit), `LOAD` (a shared library),
+/// `VACUUM` (SQLite's `VACUUM INTO` writes a file anywhere), `CHECKPOINT`.
 const SESSION_WORDS: &[&str] = &[
     "BEGIN",
     "START",
@@ -159,34 +165,29 @@ const SESSION_WORDS: &[&str] = &[
     "DISCARD",
     "ATTACH",
     "DETACH",
+    "COPY",
+    "DO",
+    "CALL",
+    "LOAD",
+    "VACUUM",
+    "CHECKPOINT",
 ];
 
-fn first_word(sql: &str) -> String {
-    sql.trim_start()
-        .split(|c: char| !c.is_ascii_alphabetic())
-        .next()
-        .unwrap_or("")
-        .to_ascii_uppercase()
+/// The kind of a statement SQL Lab refuses as a transaction or session statement (see
+/// [`SESSION_WORDS`]), classified by its first keyword after comments and whitespace.
+/// `mutating` is what the parser says of it (`None` when it could not read it): a SQLite
+/// `PRAGMA` that sets something changes the connection too, and one the parser cannot read
+/// is not trusted to be a read-only one.
+pub fn session_statement(dialect: SqlDialect, sql: &str, mutating: Option<bool>) -> Option<String> {
+    let word = sqlcheck::leading_keyword(dialect, sql);
+    let refused =
+        SESSION_WORDS.contains(&word.as_str()) || (word == "PRAGMA" && mutating.unwrap_or(true));
+    refused.then_some(word)
 }
 
 /// True when `sql` holds a Jinja template expression, statement or comment.
 pub fn has_template(sql: &str) -> bool {
     sql.contains("{{") || sql.contains("{%") || sql.contains("{#")
-}
-
-/// Denied names appearing as whole words anywhere in `sql` (case-insensitive): the fallback
-/// deny-list check for SQL the parser cannot read, deliberately over-eager.
-fn denied_words(sql: &str, denied: &BTreeSet<String>) -> Vec<String> {
-    let lower = sql.to_ascii_lowercase();
-    let words: BTreeSet<&str> = lower
-        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '$'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    denied
-        .iter()
-        .filter(|d| words.contains(d.as_str()))
-        .cloned()
-        .collect()
 }
 
 /// Whether a parse error is one of the analyser's own refusals (input too deep or too complex
@@ -197,6 +198,7 @@ fn is_refusal(e: &SqlError) -> bool {
         || m.contains("too complex")
         || m.contains("NUL character")
         || m.contains("parser failed")
+        || m == sqlcheck::UNICODE_IDENTIFIER_REFUSAL
 }
 
 /// Checks and plans a script. `limit` is the effective row limit (the `queryLimit` dropdown
@@ -224,13 +226,12 @@ pub fn plan(
         Ok(s) => s,
         Err(e) if is_refusal(&e) => return Err(e.into()),
         Err(_) => {
-            let bad = denied_words(sql, denied);
+            let bad = sqlcheck::denied_words(dialect, sql, denied)?;
             if !bad.is_empty() {
                 return Err(SqlLabError::DisallowedFunctions(bad));
             }
             let text = sql.trim().trim_end_matches(';').trim_end().to_owned();
-            let word = first_word(&text);
-            if SESSION_WORDS.contains(&word.as_str()) {
+            if let Some(word) = session_statement(dialect, &text, None) {
                 return Err(SqlLabError::SessionStatement(word));
             }
             return Ok(Plan {
@@ -246,15 +247,13 @@ pub fn plan(
         return Err(SqlLabError::Invalid("The query is empty".into()));
     }
     if !denied.is_empty() {
-        let called = sqlcheck::functions_called(dialect, sql)?;
-        let bad: Vec<String> = called.into_iter().filter(|f| denied.contains(f)).collect();
+        let bad = sqlcheck::disallowed(sqlcheck::functions_called(dialect, sql)?, denied);
         if !bad.is_empty() {
             return Err(SqlLabError::DisallowedFunctions(bad));
         }
     }
     for s in &statements {
-        let word = first_word(&s.sql);
-        if SESSION_WORDS.contains(&word.as_str()) {
+        if let Some(word) = session_statement(dialect, &s.sql, Some(s.is_mutating)) {
             return Err(SqlLabError::SessionStatement(word));
         }
     }
@@ -518,6 +517,120 @@ mod tests {
         ));
         assert!(matches!(
             plan(PG, "SELECT 1\0; DROP TABLE t", 10, true, &d),
+            Err(SqlLabError::Sql(_))
+        ));
+    }
+
+    #[test]
+    fn session_statements_are_refused_however_they_are_written() {
+        const LITE: SqlDialect = SqlDialect::Sqlite;
+        let d = denied();
+        let cases: &[(SqlDialect, &str, &str)] = &[
+            (LITE, "ATTACH DATABASE '/tmp/x.db' AS x", "ATTACH"),
+            (LITE, "ATTACH '/tmp/x.db' AS x KEY ''", "ATTACH"),
+            (LITE, "/* x */ ATTACH '/tmp/x.db' AS x KEY ''", "ATTACH"),
+            (LITE, "-- x\nattach '/tmp/x.db' AS x", "ATTACH"),
+            (LITE, ";\n ; Attach '/tmp/x.db' AS x KEY ''", "ATTACH"),
+            (
+                LITE,
+                "/* /* */ ATTACH '/tmp/x.db' AS x KEY '' -- */",
+                "ATTACH",
+            ),
+            (LITE, "DETACH x", "DETACH"),
+            (LITE, "BEGIN TRANSACTION 'x'", "BEGIN"),
+            (LITE, "/**/BEGIN DEFERRED", "BEGIN"),
+            (LITE, "begin immediate", "BEGIN"),
+            (LITE, "BEGIN EXCLUSIVE TRANSACTION", "BEGIN"),
+            (LITE, "SAVEPOINT s", "SAVEPOINT"),
+            (LITE, "RELEASE SAVEPOINT s", "RELEASE"),
+            (LITE, "END TRANSACTION", "END"),
+            (LITE, "COMMIT TRANSACTION", "COMMIT"),
+            (LITE, "ROLLBACK TO SAVEPOINT s", "ROLLBACK"),
+            (LITE, "VACUUM INTO '/tmp/copy.db'", "VACUUM"),
+            (LITE, "PRAGMA writable_schema = ON", "PRAGMA"),
+            (LITE, "/* x */ PRAGMA foreign_keys=OFF", "PRAGMA"),
+            (LITE, "PRAGMA cache_size(-1) junk junk", "PRAGMA"),
+            (
+                PG,
+                "/* a /* nested */ comment */ SET search_path = x",
+                "SET",
+            ),
+            (PG, "-- x\rSET ROLE postgres", "SET"),
+            (PG, "RESET ALL", "RESET"),
+            (PG, "DISCARD ALL", "DISCARD"),
+            (PG, "LOAD 'plpgsql'", "LOAD"),
+            (PG, "LISTEN x", "LISTEN"),
+            (PG, "NOTIFY x", "NOTIFY"),
+            (PG, "COPY t TO '/tmp/x'", "COPY"),
+            (PG, "COPY (SELECT 1) TO PROGRAM 'id'", "COPY"),
+            (PG, "DO $$ BEGIN PERFORM pg_sleep(1); END $$", "DO"),
+            (PG, "PREPARE p AS SELECT 1", "PREPARE"),
+            (PG, "EXECUTE p", "EXECUTE"),
+            (PG, "DEALLOCATE ALL", "DEALLOCATE"),
+            (PG, "CALL p()", "CALL"),
+            (PG, "CHECKPOINT", "CHECKPOINT"),
+            (PG, "LOCK TABLE t", "LOCK"),
+            (PG, "START TRANSACTION READ WRITE", "START"),
+            (PG, "SELECT 1; COMMIT", "COMMIT"),
+            (PG, "ABORT", "ABORT"),
+        ];
+        for (dialect, sql, word) in cases {
+            for allow_dml in [false, true] {
+                match plan(*dialect, sql, 10, allow_dml, &d) {
+                    Err(SqlLabError::SessionStatement(w)) => assert_eq!(w, *word, "{sql:?}"),
+                    other => panic!("{sql:?} (allow_dml {allow_dml}): {other:?}"),
+                }
+            }
+        }
+        // Read-only pragmas and comments that merely mention a keyword stay allowed.
+        assert!(plan(LITE, "PRAGMA table_info(t)", 10, false, &d).is_ok());
+        assert!(plan(LITE, "/* ATTACH */ SELECT 1", 10, false, &d).is_ok());
+        assert!(plan(PG, "/* /* */ SET */ SELECT 1", 10, false, &d).is_ok());
+    }
+
+    #[test]
+    fn unparsable_sql_is_checked_for_every_spelling_of_a_denied_call() {
+        let d: BTreeSet<String> = ["pg_sleep", "set_config", "lo_*"]
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
+        for sql in [
+            "SELEC pg_sleep(1)",
+            "SELEC \"pg_sleep\"(1)",
+            "SELEC pg_catalog.\"PG_SLEEP\" (1)",
+            "SELEC \"pg_catalog\".pg_sleep/* x */(1)",
+            "SELEC set_config\n-- c\n('a', 'b', false)",
+            "SELEC lo_import('/etc/passwd')",
+            "SELECT * FROM ROWS FROM (set_config('a', 'b', false))",
+        ] {
+            assert!(
+                matches!(
+                    plan(PG, sql, 10, true, &d),
+                    Err(SqlLabError::DisallowedFunctions(_))
+                ),
+                "{sql:?}"
+            );
+        }
+        // A column that matches a pattern is not a call.
+        assert!(plan(PG, "SELEC lo_discount FROM lineorder", 10, false, &d).is_ok());
+        assert!(matches!(
+            plan(
+                PG,
+                "SELEC U&\"\\0073et_config\"('a', 'b', false)",
+                10,
+                false,
+                &d
+            ),
+            Err(SqlLabError::Sql(_))
+        ));
+        assert!(matches!(
+            plan(
+                PG,
+                "SELECT U&\"\\0073et_config\"('a', 'b', false)",
+                10,
+                false,
+                &d
+            ),
             Err(SqlLabError::Sql(_))
         ));
     }
