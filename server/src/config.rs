@@ -292,6 +292,10 @@ pub struct QueryConfig {
     /// How long SQL Lab keeps the results of an asynchronous query for
     /// `GET /api/v1/sqllab/results/`.
     pub sqllab_results_ttl_secs: u64,
+    /// The most bytes one statement's result may hold (text and blob bytes plus a fixed cost
+    /// per cell), counted while rows arrive; past it the statement is cancelled and the
+    /// request answers 400 `RESULT_TOO_LARGE_ERROR`.
+    pub max_result_bytes: u64,
     /// Per-database overrides, keyed by `database_name`.
     pub databases: std::collections::BTreeMap<String, DatabaseOverrides>,
 }
@@ -312,6 +316,7 @@ impl Default for QueryConfig {
             sqllab_timeout_secs: 30,
             sqllab_results_max_mb: 256,
             sqllab_results_ttl_secs: 86_400,
+            max_result_bytes: crate::engines::DEFAULT_MAX_RESULT_BYTES as u64,
             databases: Default::default(),
         }
     }
@@ -345,6 +350,9 @@ impl QueryConfig {
                     .unwrap_or(self.pool_wait_secs),
             ),
             statement_timeout: secs(o.and_then(|o| o.timeout_secs).unwrap_or(self.timeout_secs)),
+            max_result_bytes: usize::try_from(self.max_result_bytes).unwrap_or(usize::MAX),
+            // Known from the database row, not the configuration: the catalog sets it.
+            allow_dml: false,
         }
     }
 }
@@ -665,6 +673,7 @@ impl Config {
             ("query.sqllab_timeout_secs", q.sqllab_timeout_secs),
             ("query.sqllab_results_ttl_secs", q.sqllab_results_ttl_secs),
             ("query.connect_timeout_secs", q.connect_timeout_secs),
+            ("query.max_result_bytes", q.max_result_bytes),
         ] {
             if v == 0 {
                 problems.push(format!("{name}: must be greater than 0"));

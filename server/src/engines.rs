@@ -52,7 +52,21 @@ pub struct EngineOptions {
     /// by the database (`statement_timeout`) and by a client-side timer that cancels the
     /// statement inside the database.
     pub statement_timeout: Duration,
+    /// The most bytes one statement's result may hold (cell bytes plus [`CELL_OVERHEAD`] per
+    /// cell), counted while rows arrive; past it the statement is cancelled and fails with
+    /// [`EngineError::ResultTooLarge`]. 0 disables the budget.
+    pub max_result_bytes: usize,
+    /// The database allows DML (`allow_dml`): SQLite files are opened read-write and the
+    /// SQLite authorizer lets writes through. Without it they are opened read-only.
+    pub allow_dml: bool,
 }
+
+/// Default of [`EngineOptions::max_result_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 64 * 1024 * 1024;
+
+/// What each cell costs against the result budget besides its text or blob bytes: its
+/// in-memory size, so a result of millions of tiny cells is bounded too.
+pub const CELL_OVERHEAD: usize = std::mem::size_of::<Cell>();
 
 impl Default for EngineOptions {
     fn default() -> Self {
@@ -61,7 +75,35 @@ impl Default for EngineOptions {
             connect_timeout: Duration::from_secs(10),
             pool_wait: Duration::from_secs(30),
             statement_timeout: Duration::from_secs(300),
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            allow_dml: false,
         }
+    }
+}
+
+/// The byte budget of one statement's result, charged as rows arrive (see
+/// [`EngineOptions::max_result_bytes`]).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budget {
+    limit: usize,
+    used: usize,
+}
+
+impl Budget {
+    pub(crate) fn new(limit: usize) -> Budget {
+        Budget { limit, used: 0 }
+    }
+
+    /// Charges one row of cells whose payloads are `bytes` long in total.
+    pub(crate) fn charge(&mut self, cells: usize, bytes: usize) -> Result<(), EngineError> {
+        self.used = self
+            .used
+            .saturating_add(bytes)
+            .saturating_add(cells.saturating_mul(CELL_OVERHEAD));
+        if self.limit > 0 && self.used > self.limit {
+            return Err(EngineError::ResultTooLarge { limit: self.limit });
+        }
+        Ok(())
     }
 }
 
@@ -476,6 +518,23 @@ pub enum EngineError {
     /// The SQL holds more than one statement.
     #[error("Only single queries supported")]
     MultipleStatements,
+    /// The engine itself refused an operation the statement needs (SQLite's authorizer:
+    /// ATTACH, PRAGMA changes, transaction control, temporary objects, dangerous functions).
+    #[error("This statement is not allowed: {action} is refused on this database.")]
+    Refused {
+        /// What was refused (`ATTACH`, `PRAGMA writable_schema`, `function readfile`, ...).
+        action: String,
+    },
+    /// The result grew past [`EngineOptions::max_result_bytes`]; the statement was cancelled.
+    #[error(
+        "The query result exceeds the allowed limit of {} MB. Add filters or aggregations, \
+         select fewer columns, or lower the row limit.",
+        mebibytes(*.limit)
+    )]
+    ResultTooLarge {
+        /// The budget in bytes.
+        limit: usize,
+    },
     /// The SQL does not parse; `message` is Superset's text when the database names the token.
     #[error("{message}")]
     Syntax {
@@ -509,6 +568,8 @@ impl EngineError {
                 "DATASOURCE_SECURITY_ACCESS_ERROR"
             }
             EngineError::Syntax { .. } => "SYNTAX_ERROR",
+            EngineError::Refused { .. } => "INVALID_SQL_ERROR",
+            EngineError::ResultTooLarge { .. } => "RESULT_TOO_LARGE_ERROR",
             EngineError::Other { .. } => "GENERIC_DB_ENGINE_ERROR",
         }
     }
@@ -534,6 +595,9 @@ impl EngineError {
             "TABLE_DOES_NOT_EXIST_ERROR" => &[1003, 1005],
             "SCHEMA_DOES_NOT_EXIST_ERROR" => &[1003, 1016],
             "SYNTAX_ERROR" => &[1030],
+            "INVALID_SQL_ERROR" => &[1003],
+            // Superset maps no issue to this type; "too large to query" is the nearest.
+            "RESULT_TOO_LARGE_ERROR" => &[1000],
             "GENERIC_DB_ENGINE_ERROR" => &[1002],
             _ => &[],
         };
@@ -562,6 +626,16 @@ impl EngineError {
         EngineError::Other {
             message: message.to_string(),
         }
+    }
+}
+
+/// `bytes` in MiB for messages: whole when exact, else with two decimals.
+fn mebibytes(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes % MIB == 0 {
+        (bytes / MIB).to_string()
+    } else {
+        format!("{:.2}", bytes as f64 / MIB as f64)
     }
 }
 

@@ -5,3 +5,4 @@
 //!
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
 mod sqlcheck;
+mod engines;

@@ -244,14 +244,14 @@ pub async fn connection_spec(state: &AppState, id: i64) -> Result<ConnectionSpec
             .map_err(|e| ApiError::internal(&e))?;
         uri.password = Some(String::from_utf8_lossy(&plain).into_owned());
     }
+    let mut options = state
+        .config
+        .query
+        .engine_options(&rec.text("database_name"));
+    options.allow_dml = rec.flag("allow_dml");
     Ok(ConnectionSpec {
         database_id: id,
-        options: Some(
-            state
-                .config
-                .query
-                .engine_options(&rec.text("database_name")),
-        ),
+        options: Some(options),
         uri,
         revision: rec
             .get::<chrono::NaiveDateTime>("changed_on")

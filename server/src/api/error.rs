@@ -113,6 +113,8 @@ fn issue_codes(error_type: &str) -> Vec<(u16, &'static str)> {
         "INVALID_TEMPLATE_PARAMS_ERROR" => &[1028],
         "INVALID_CTAS_QUERY_ERROR" => &[1023],
         "RESULTS_BACKEND_ERROR" => &[1031, 1032, 1033],
+        // Superset maps no issue to this type; "too large to query" is the nearest.
+        "RESULT_TOO_LARGE_ERROR" => &[1000],
         _ => &[1011],
     };
     codes.iter().map(|c| (*c, issue_message(*c))).collect()
@@ -120,6 +122,7 @@ fn issue_codes(error_type: &str) -> Vec<(u16, &'static str)> {
 
 fn issue_message(code: u16) -> &'static str {
     match code {
+        1000 => "The datasource is too large to query.",
         1001 => "The database is under an unusual load.",
         1002 => "The database returned an unexpected error.",
         1003 => {
@@ -332,6 +335,18 @@ impl From<crate::query::QueryError> for ApiError {
                     json!({}),
                 )
             }
+            // What the engine refuses (a result past its byte budget, an operation SQLite's
+            // authorizer denies) is the request's fault: 400 with the SIP-40 type, the same
+            // in chart data and SQL Lab. 413 would name the request body, which was fine.
+            Q::Engine(err @ (EngineError::ResultTooLarge { .. } | EngineError::Refused { .. })) => {
+                tracing::info!(message = "Query refused by the engine.", error_type = err.error_type(), reason = %err.message());
+                ApiError::sip40(
+                    StatusCode::BAD_REQUEST,
+                    err.error_type(),
+                    err.message(),
+                    json!({}),
+                )
+            }
             Q::Engine(err) => {
                 tracing::info!(message = "Query failed in the database.", error_type = err.error_type(), reason = %err.message());
                 ApiError::bad_request(text)
@@ -399,6 +414,19 @@ impl From<crate::query::sqllab::SqlLabError> for ApiError {
                 ..
             }
             | S::Timeout(_) => sip40(StatusCode::REQUEST_TIMEOUT, "SQLLAB_TIMEOUT_ERROR"),
+            // See the chart-data mapping: refusals by the engine are the request's fault.
+            S::Engine {
+                error: error @ (EngineError::ResultTooLarge { .. } | EngineError::Refused { .. }),
+                engine_name,
+            } => {
+                tracing::info!(message = "SQL Lab query refused by the engine.", error_type = error.error_type(), reason = %error.message());
+                ApiError::sip40(
+                    StatusCode::BAD_REQUEST,
+                    error.error_type(),
+                    error.message(),
+                    json!({ "engine_name": engine_name }),
+                )
+            }
             S::Engine { error, engine_name } => ApiError::sip40(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 error.error_type(),

@@ -6,6 +6,14 @@
 //! connection and tokio-postgres discards its answer before the next request's, so a pooled
 //! connection is never left mid-protocol; a dropped [`tokio_postgres::Transaction`] sends its
 //! `ROLLBACK` first.
+//!
+//! **Sessions do not leak:** a read-only statement runs in a transaction that is rolled back
+//! (so `set_config(…, false)` inside it is undone), and every statement [`execute`] runs is
+//! followed by `DISCARD ALL` on the same pipeline, which also undoes what a rollback cannot:
+//! session-level advisory locks, `LISTEN`, temporary tables, prepared statements, and settings
+//! changed by a statement that ran outside a transaction (DML-allowed SQL Lab). `RESET` returns
+//! settings to the connection's startup values, where `standard_conforming_strings=on` and the
+//! statement timeout are pinned.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +24,7 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
 use super::{
-    Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType, IndexInfo,
+    Budget, Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType, IndexInfo,
     LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata,
     TimeGrain,
 };
@@ -31,6 +39,7 @@ pub(crate) struct PgPool {
     pool: Pool<PgManager>,
     last: LastError,
     ctx: Arc<ErrorContext>,
+    max_result_bytes: usize,
 }
 
 /// What error messages may name: never the password.
@@ -154,7 +163,12 @@ pub(crate) fn build_pool(
             ctx: ctx.clone(),
         }))
         .build_unchecked(PgManager::new(cfg));
-    Ok(PgPool { pool, last, ctx })
+    Ok(PgPool {
+        pool,
+        last,
+        ctx,
+        max_result_bytes: options.max_result_bytes,
+    })
 }
 
 impl PgPool {
@@ -549,8 +563,9 @@ pub(crate) fn datetime_literal(dt: chrono::NaiveDateTime, type_name: &str) -> St
     }
 }
 
-/// Runs one statement (see [`super::Engines::execute`]): inside `BEGIN READ ONLY` when asked,
-/// reading at most `max_rows` rows, with every value decoded from the binary protocol.
+/// Runs one statement (see [`super::Engines::execute`]): inside `BEGIN READ ONLY` … `ROLLBACK`
+/// when asked, reading at most `max_rows` rows and at most the pool's result budget, with every
+/// value decoded from the binary protocol, then `DISCARD ALL`.
 pub(crate) async fn execute(
     pool: &PgPool,
     sql: &str,
@@ -564,16 +579,53 @@ pub(crate) async fn execute(
         in_transaction: false,
     };
     let out = run_statement(&mut flight, pool, sql, opts).await;
-    if flight.in_transaction
-        && let Some(conn) = flight.conn.as_ref()
+    if let Err(EngineError::ResultTooLarge { .. }) = &out {
+        // The statement may still be producing rows: `flight` is dropped holding the
+        // connection, which cancels the statement in PostgreSQL and resets the session before
+        // the connection returns to the pool.
+        return out;
+    }
+    if let Some(conn) = flight.conn.as_ref()
+        && flight.in_transaction
     {
-        // A failed statement aborted the transaction; end it before the connection is reused.
-        let _ = conn.batch_execute("ROLLBACK").await;
+        // A failed statement aborted the transaction (or never reached the pipelined
+        // ROLLBACK); end it and reset the session before the connection is reused.
+        let (_, _) = tokio::join!(conn.batch_execute("ROLLBACK"), conn.batch_execute(RESET));
         flight.in_transaction = false;
     }
     // Finished (well or not): nothing is left running in the database, disarm the guard.
     drop(flight.conn.take());
     out
+}
+
+/// What every statement is followed by: the session as it was when the connection opened.
+const RESET: &str = "DISCARD ALL";
+
+/// The length of a value on the wire, without decoding it (for the result budget).
+struct WireLen(usize);
+
+impl<'a> tokio_postgres::types::FromSql<'a> for WireLen {
+    fn from_sql(
+        ty: &tokio_postgres::types::Type,
+        raw: &'a [u8],
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        // bytea becomes hex text: `\x` and two characters a byte.
+        Ok(WireLen(if *ty == tokio_postgres::types::Type::BYTEA {
+            2 * raw.len() + 2
+        } else {
+            raw.len()
+        }))
+    }
+
+    fn from_sql_null(
+        _: &tokio_postgres::types::Type,
+    ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(WireLen(0))
+    }
+
+    fn accepts(_: &tokio_postgres::types::Type) -> bool {
+        true
+    }
 }
 
 async fn run_statement(
@@ -588,7 +640,8 @@ async fn run_statement(
         return Err(EngineError::other("connection already released"));
     };
     // Requests on one connection are pipelined: BEGIN and the prepare share a round trip, and
-    // COMMIT (sent only once the Execute is on the wire) overlaps reading the rows.
+    // ROLLBACK and DISCARD ALL (sent only once the Execute is on the wire) overlap reading the
+    // rows.
     let stmt = if opts.read_only {
         flight.in_transaction = true;
         let (begin, stmt) = tokio::join!(conn.batch_execute("BEGIN READ ONLY"), conn.prepare(sql));
@@ -611,11 +664,12 @@ async fn run_statement(
         })
         .collect::<Vec<_>>();
     let width = columns.len();
-    // Returns once the server acknowledged the Bind, so the Execute precedes any COMMIT.
+    // Returns once the server acknowledged the Bind, so the Execute precedes the ROLLBACK.
     let stream = conn
         .query_raw(&stmt, std::iter::empty::<i32>())
         .await
         .map_err(map)?;
+    let mut budget = Budget::new(pool.max_result_bytes);
     let read = async {
         futures_util::pin_mut!(stream);
         let mut rows = Vec::new();
@@ -623,6 +677,12 @@ async fn run_statement(
             if rows.len() >= opts.max_rows {
                 break;
             }
+            // Charged before any value is copied out of the row.
+            let mut bytes = 0usize;
+            for i in 0..width {
+                bytes += row.try_get::<_, WireLen>(i).map_err(map)?.0;
+            }
+            budget.charge(width, bytes)?;
             let mut cells = Vec::with_capacity(width);
             for i in 0..width {
                 cells.push(row.try_get::<_, PgCell>(i).map_err(map)?.0);
@@ -631,15 +691,19 @@ async fn run_statement(
         }
         Ok::<_, EngineError>(rows)
     };
-    let rows = if opts.read_only {
-        let (rows, commit) = tokio::join!(read, conn.batch_execute("COMMIT"));
-        let rows = rows?;
-        commit.map_err(map)?;
-        flight.in_transaction = false;
-        rows
-    } else {
-        read.await?
+    // A read-only transaction is rolled back, never committed: whatever it changed in the
+    // session (`set_config(…, false)`) is undone. `try_join` gives up on the pipelined requests
+    // as soon as reading fails (their answers are discarded by tokio-postgres), so a result
+    // past its budget is cancelled at once instead of being drained.
+    let end = async {
+        if opts.read_only {
+            conn.batch_execute("ROLLBACK").await.map_err(map)?;
+        }
+        Ok::<_, EngineError>(())
     };
+    let reset = async { conn.batch_execute(RESET).await.map_err(map) };
+    let (rows, (), ()) = futures_util::future::try_join3(read, end, reset).await?;
+    flight.in_transaction = false;
     Ok(ResultSet { columns, rows })
 }
 
@@ -667,9 +731,11 @@ impl Drop for InFlight {
             if let Err(e) = token.cancel_query(NoTls).await {
                 tracing::warn!(error = %e, "could not cancel an abandoned query");
             }
-            // Queued behind the cancelled statement: once this answers, the connection is idle.
-            let reset = if in_transaction { "ROLLBACK" } else { "" };
-            if let Err(e) = conn.batch_execute(reset).await {
+            // Queued behind the cancelled statement: once these answer, the connection is idle
+            // and its session as it was when it opened.
+            let end = if in_transaction { "ROLLBACK" } else { "" };
+            let (end, reset) = tokio::join!(conn.batch_execute(end), conn.batch_execute(RESET));
+            if let Err(e) = end.and(reset) {
                 tracing::debug!(error = %e, "connection reset after cancel failed");
             }
             tracing::debug!("abandoned query cancelled in the database");

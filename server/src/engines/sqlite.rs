@@ -5,20 +5,33 @@
 //! statement that outlives the statement timeout is interrupted by a progress handler.
 //! Cancellation safety: if the caller's future is dropped, the blocking call still finishes
 //! (bounded by that timeout) before its connection goes back to the pool.
+//!
+//! **Lock-down:** whatever the SQL text looks like (comments, spellings no parser of ours
+//! knows), SQLite itself refuses what could escape the statement or the file: every connection
+//! carries an authorizer ([`authorize`]) that denies ATTACH/DETACH, PRAGMAs that change
+//! anything, transaction control and savepoints (state that would outlive the request on a
+//! pooled connection), temporary tables, views and triggers (they would shadow the file's
+//! tables for the connection's next users), dangerous functions, and every write unless the
+//! database allows DML, in which case the file is also opened read-write (read-only
+//! otherwise). The connection also runs with `trusted_schema=OFF`, the defensive flag, no
+//! attached databases, and values no longer than the result budget. A connection that is
+//! somehow left inside a transaction is discarded, never reused.
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bb8::{ErrorSink, ManageConnection, Pool, PooledConnection};
+use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
 use rusqlite::types::Type;
 use rusqlite::{Batch, Connection, ErrorCode, OpenFlags};
 
 use super::{
-    Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType, IndexInfo,
-    LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata,
-    TimeGrain,
+    Budget, Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType,
+    IndexInfo, LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind,
+    TableMetadata, TimeGrain,
 };
 use crate::uri::ConnectionUri;
 
@@ -28,18 +41,52 @@ const MAIN: &str = "main";
 /// How long a statement waits on another process's write lock.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Longest SQL text a connection compiles (requests bodies are smaller by default).
+const MAX_SQL_LENGTH: i32 = 16 * 1024 * 1024;
+
+/// Smallest per-value length limit, whatever the result budget (catalog reads need room).
+const MIN_VALUE_LENGTH: i32 = 1024 * 1024;
+
+/// Deepest trigger recursion (SQLite's default is 1000).
+const MAX_TRIGGER_DEPTH: i32 = 16;
+
 /// A bounded pool of connections to one SQLite file.
 #[derive(Clone)]
 pub(crate) struct SqlitePool {
     pool: Pool<Manager>,
     last: LastError,
     statement_timeout: Duration,
+    max_result_bytes: usize,
+}
+
+/// How a connection is locked down.
+#[derive(Clone, Copy, Debug)]
+struct Lockdown {
+    /// The database allows DML: opened read-write, writes authorized.
+    writable: bool,
+    /// `SQLITE_LIMIT_LENGTH`: the longest string or blob any expression may produce.
+    max_value_length: i32,
+}
+
+impl Lockdown {
+    fn new(options: &EngineOptions) -> Lockdown {
+        let budget = match options.max_result_bytes {
+            0 => i32::MAX,
+            n => i32::try_from(n).unwrap_or(i32::MAX),
+        };
+        Lockdown {
+            writable: options.allow_dml,
+            // SQLite caps the limit at its compile-time maximum (1e9) by itself.
+            max_value_length: budget.max(MIN_VALUE_LENGTH),
+        }
+    }
 }
 
 /// Opens connections to one file.
 #[derive(Debug)]
 pub(crate) struct Manager {
     path: PathBuf,
+    lockdown: Lockdown,
 }
 
 impl ManageConnection for Manager {
@@ -48,7 +95,8 @@ impl ManageConnection for Manager {
 
     async fn connect(&self) -> Result<Connection, EngineError> {
         let path = self.path.clone();
-        tokio::task::spawn_blocking(move || open(&path))
+        let lockdown = self.lockdown;
+        tokio::task::spawn_blocking(move || open(&path, lockdown))
             .await
             .map_err(|e| EngineError::other(format!("SQLite open task failed: {e}")))?
     }
@@ -58,8 +106,15 @@ impl ManageConnection for Manager {
         Ok(())
     }
 
-    fn has_broken(&self, _conn: &mut Connection) -> bool {
-        false
+    fn has_broken(&self, conn: &mut Connection) -> bool {
+        // The authorizer refuses BEGIN, so this should never happen; if a transaction is open
+        // anyway, the connection is closed (which rolls it back) rather than handed to the
+        // next user.
+        let open = !conn.is_autocommit();
+        if open {
+            tracing::warn!("SQLite connection left inside a transaction discarded");
+        }
+        open
     }
 }
 
@@ -77,17 +132,174 @@ impl ErrorSink<EngineError> for Sink {
     }
 }
 
-/// Opens `path` read-write without CREATE (a missing file is an error, never created) and
-/// without URI interpretation, then reads the schema so a non-database file fails here.
-fn open(path: &Path) -> Result<Connection, EngineError> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+/// Opens `path` without CREATE (a missing file is an error, never created), read-only unless
+/// the database allows DML, without URI interpretation, then reads the schema so a
+/// non-database file fails here, and locks the connection down.
+fn open(path: &Path, lockdown: Lockdown) -> Result<Connection, EngineError> {
+    let mode = if lockdown.writable {
+        OpenFlags::SQLITE_OPEN_READ_WRITE
+    } else {
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+    };
+    let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, &e))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(map_error)?;
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
     })
     .map_err(|e| open_error(path, &e))?;
+    lock_down(&conn, lockdown)?;
     Ok(conn)
+}
+
+/// Settings, limits and the authorizer of an analytics connection (see the module docs).
+fn lock_down(conn: &Connection, lockdown: Lockdown) -> Result<(), EngineError> {
+    use rusqlite::config::DbConfig;
+    use rusqlite::limits::Limit;
+    // Extension loading stays off: rusqlite never enables it, and `load_extension()` is also
+    // refused by the authorizer below.
+    for (setting, on) in [
+        (DbConfig::SQLITE_DBCONFIG_DEFENSIVE, true),
+        (DbConfig::SQLITE_DBCONFIG_TRUSTED_SCHEMA, false),
+        (DbConfig::SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, false),
+        (DbConfig::SQLITE_DBCONFIG_WRITABLE_SCHEMA, false),
+    ] {
+        conn.set_db_config(setting, on).map_err(map_error)?;
+    }
+    conn.set_limit(Limit::SQLITE_LIMIT_ATTACHED, 0);
+    conn.set_limit(Limit::SQLITE_LIMIT_LENGTH, lockdown.max_value_length);
+    conn.set_limit(Limit::SQLITE_LIMIT_SQL_LENGTH, MAX_SQL_LENGTH);
+    conn.set_limit(Limit::SQLITE_LIMIT_TRIGGER_DEPTH, MAX_TRIGGER_DEPTH);
+    let writable = lockdown.writable;
+    conn.authorizer(Some(move |ctx: AuthContext<'_>| {
+        match authorize(&ctx.action, writable) {
+            Ok(()) => Authorization::Allow,
+            Err(action) => {
+                REFUSED.with(|r| *r.borrow_mut() = Some(action));
+                Authorization::Deny
+            }
+        }
+    }));
+    Ok(())
+}
+
+thread_local! {
+    /// What the authorizer last refused on this thread. SQLite reports a denial only as "not
+    /// authorized"; the statement is compiled on the thread that then maps the error, so
+    /// [`map_error_ref`] takes the reason from here.
+    static REFUSED: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Pragmas that only report, whatever their argument (the argument names a table or index).
+const REPORTING_PRAGMAS: &[&str] = &[
+    "table_info",
+    "table_xinfo",
+    "table_list",
+    "index_info",
+    "index_xinfo",
+    "index_list",
+    "foreign_key_list",
+    "collation_list",
+    "function_list",
+    "module_list",
+    "pragma_list",
+    "database_list",
+    "compile_options",
+];
+
+/// Pragmas that report when given no value (and change a setting when given one).
+const GETTER_PRAGMAS: &[&str] = &[
+    "user_version",
+    "application_id",
+    "schema_version",
+    "data_version",
+    "encoding",
+    "page_size",
+    "page_count",
+    "freelist_count",
+    "foreign_keys",
+    "journal_mode",
+    "auto_vacuum",
+];
+
+/// Functions refused in every statement: they reach outside the database (files, shared
+/// libraries) or corrupt the engine (`fts3_tokenizer` takes a raw pointer). Most exist only
+/// in SQLite's shell or in extensions; refusing them by name keeps it so if one ever gets
+/// registered.
+const DENIED_FUNCTIONS: &[&str] = &[
+    "load_extension",
+    "readfile",
+    "writefile",
+    "edit",
+    "fts3_tokenizer",
+    "lsdir",
+    "sqlite_dbpage",
+];
+
+/// The authorizer's decision: `Err` names what is refused.
+fn authorize(action: &AuthAction<'_>, writable: bool) -> Result<(), String> {
+    let write = |what: &str| {
+        if writable {
+            Ok(())
+        } else {
+            Err(what.to_owned())
+        }
+    };
+    match action {
+        AuthAction::Select | AuthAction::Read { .. } | AuthAction::Recursive => Ok(()),
+        AuthAction::Function { function_name } => {
+            let name = function_name.to_ascii_lowercase();
+            if DENIED_FUNCTIONS.contains(&name.as_str()) {
+                Err(format!("the function {name}()"))
+            } else {
+                Ok(())
+            }
+        }
+        AuthAction::Pragma {
+            pragma_name,
+            pragma_value,
+        } => {
+            let name = pragma_name.to_ascii_lowercase();
+            let reports = REPORTING_PRAGMAS.contains(&name.as_str())
+                || (pragma_value.is_none() && GETTER_PRAGMAS.contains(&name.as_str()));
+            if reports {
+                Ok(())
+            } else {
+                Err(format!("PRAGMA {name}"))
+            }
+        }
+        AuthAction::Attach { .. } => Err("ATTACH".to_owned()),
+        AuthAction::Detach { .. } => Err("DETACH".to_owned()),
+        AuthAction::Transaction { .. } => Err("transaction control".to_owned()),
+        AuthAction::Savepoint { .. } => Err("SAVEPOINT".to_owned()),
+        // Temporary objects live on the pooled connection and would shadow the file's tables
+        // for its next users.
+        AuthAction::CreateTempIndex { .. }
+        | AuthAction::CreateTempTable { .. }
+        | AuthAction::CreateTempTrigger { .. }
+        | AuthAction::CreateTempView { .. }
+        | AuthAction::DropTempIndex { .. }
+        | AuthAction::DropTempTable { .. }
+        | AuthAction::DropTempTrigger { .. }
+        | AuthAction::DropTempView { .. } => Err("a temporary object".to_owned()),
+        AuthAction::Insert { .. }
+        | AuthAction::Update { .. }
+        | AuthAction::Delete { .. }
+        | AuthAction::CreateIndex { .. }
+        | AuthAction::CreateTable { .. }
+        | AuthAction::CreateTrigger { .. }
+        | AuthAction::CreateView { .. }
+        | AuthAction::DropIndex { .. }
+        | AuthAction::DropTable { .. }
+        | AuthAction::DropTrigger { .. }
+        | AuthAction::DropView { .. }
+        | AuthAction::AlterTable { .. }
+        | AuthAction::Reindex { .. }
+        | AuthAction::Analyze { .. }
+        | AuthAction::CreateVtable { .. }
+        | AuthAction::DropVtable { .. } => write("a write"),
+        _ => Err("an unknown operation".to_owned()),
+    }
 }
 
 fn open_error(path: &Path, error: &rusqlite::Error) -> EngineError {
@@ -124,15 +336,32 @@ pub(crate) fn build_pool(
         .error_sink(Box::new(Sink(last.clone())))
         .build_unchecked(Manager {
             path: path_of(uri)?,
+            lockdown: Lockdown::new(options),
         });
     Ok(SqlitePool {
         pool,
         last,
         statement_timeout: options.statement_timeout,
+        max_result_bytes: options.max_result_bytes,
     })
 }
 
 impl SqlitePool {
+    /// `error` with the pool's budget in a result-too-large error (the error mapping does not
+    /// know it).
+    fn too_large(&self, error: EngineError) -> EngineError {
+        match error {
+            EngineError::ResultTooLarge { .. } => EngineError::ResultTooLarge {
+                // Without a budget, SQLite's own maximum value length applied.
+                limit: match self.max_result_bytes {
+                    0 => 1_000_000_000,
+                    n => n,
+                },
+            },
+            other => other,
+        }
+    }
+
     /// Runs `f` on a pooled connection on the blocking pool, interrupted past the statement
     /// timeout.
     async fn run<T, F>(&self, f: F) -> Result<T, EngineError>
@@ -148,6 +377,7 @@ impl SqlitePool {
                 let deadline = Instant::now() + timeout;
                 conn.progress_handler(1_000, Some(move || Instant::now() >= deadline));
             }
+            REFUSED.with(|r| r.borrow_mut().take());
             let out = f(&conn);
             if limited {
                 conn.progress_handler(0, None::<fn() -> bool>);
@@ -156,6 +386,7 @@ impl SqlitePool {
         })
         .await
         .map_err(|e| EngineError::other(format!("SQLite task failed: {e}")))?
+        .map_err(|e| self.too_large(e))
     }
 }
 
@@ -165,8 +396,9 @@ pub(crate) async fn test_connection(
     options: &EngineOptions,
 ) -> Result<(), EngineError> {
     let path = path_of(uri)?;
+    let lockdown = Lockdown::new(options);
     let attempt = tokio::task::spawn_blocking(move || {
-        let conn = open(&path)?;
+        let conn = open(&path, lockdown)?;
         conn.query_row("SELECT 1", [], |r| r.get::<_, i64>(0))
             .map_err(map_error)?;
         Ok(())
@@ -601,13 +833,14 @@ pub(crate) async fn execute(
         running: running.clone(),
     };
     let timeout = pool.statement_timeout;
+    let budget = Budget::new(pool.max_result_bytes);
     let task = tokio::task::spawn_blocking(move || {
         let limited = !timeout.is_zero();
         if limited {
             let deadline = Instant::now() + timeout;
             conn.progress_handler(1_000, Some(move || Instant::now() >= deadline));
         }
-        let out = read_rows(&conn, &sql, opts);
+        let out = read_rows(&conn, &sql, opts, budget);
         if limited {
             conn.progress_handler(0, None::<fn() -> bool>);
         }
@@ -625,10 +858,16 @@ pub(crate) async fn execute(
         .await
         .map_err(|e| EngineError::other(format!("SQLite task failed: {e}")))?;
     guard.handle = None;
-    out
+    out.map_err(|e| pool.too_large(e))
 }
 
-fn read_rows(conn: &Connection, sql: &str, opts: ExecOptions) -> Result<ResultSet, EngineError> {
+fn read_rows(
+    conn: &Connection,
+    sql: &str,
+    opts: ExecOptions,
+    mut budget: Budget,
+) -> Result<ResultSet, EngineError> {
+    REFUSED.with(|r| r.borrow_mut().take());
     let mut stmt = conn.prepare(sql).map_err(map_error)?;
     if opts.read_only && !stmt.readonly() {
         return Err(EngineError::NotReadOnly);
@@ -648,9 +887,19 @@ fn read_rows(conn: &Connection, sql: &str, opts: ExecOptions) -> Result<ResultSe
         if rows_out.len() >= opts.max_rows {
             break;
         }
+        use rusqlite::types::ValueRef;
+        // Charged before anything is copied out of SQLite (blobs become hex text: twice).
+        let mut bytes = 0usize;
+        for i in 0..width {
+            bytes += match row.get_ref(i).map_err(map_error)? {
+                ValueRef::Text(t) => t.len(),
+                ValueRef::Blob(b) => 2 * b.len() + 2,
+                _ => 0,
+            };
+        }
+        budget.charge(width, bytes)?;
         let mut cells = Vec::with_capacity(width);
         for i in 0..width {
-            use rusqlite::types::ValueRef;
             let cell = match row.get_ref(i).map_err(map_error)? {
                 ValueRef::Null => Cell::Null,
                 ValueRef::Integer(v) => Cell::Int(v),
@@ -701,6 +950,24 @@ fn map_error_ref(error: &rusqlite::Error) -> EngineError {
     };
     if code.code == ErrorCode::OperationInterrupted {
         return EngineError::StatementTimeout;
+    }
+    if code.code == ErrorCode::AuthorizationForStatementDenied {
+        let refused = REFUSED.with(|r| r.borrow_mut().take());
+        return match refused.as_deref() {
+            // Writes keep the meaning they have everywhere: the database is read-only.
+            Some("a write") => EngineError::NotReadOnly,
+            Some(action) => EngineError::Refused {
+                action: action.to_owned(),
+            },
+            None => EngineError::Refused {
+                action: "an operation".to_owned(),
+            },
+        };
+    }
+    if code.code == ErrorCode::TooBig {
+        // A value longer than SQLITE_LIMIT_LENGTH, which is the result budget.
+        // [`SqlitePool::too_large`] fills in the pool's budget.
+        return EngineError::ResultTooLarge { limit: 0 };
     }
     let Some(message) = message else {
         return EngineError::other(error);

@@ -339,6 +339,8 @@ pub async fn run(
     };
     let mut last = ResultSet::default();
     for statement in &plan.statements {
+        // Only the last statement's rows are kept: never hold two results at once.
+        drop(std::mem::take(&mut last));
         last = engines.execute(spec, statement, opts).await?;
     }
     let factor = settle(plan.factor, plan.limit, &mut last);
