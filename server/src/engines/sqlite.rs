@@ -81,13 +81,32 @@ impl ErrorSink<EngineError> for Sink {
 /// without URI interpretation, then reads the schema so a non-database file fails here.
 fn open(path: &Path) -> Result<Connection, EngineError> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // The bundled SQLite is built with SQLITE_USE_URI, so a name starting with `file:` would
+    // be read as a URI (its own path, `mode`, `vfs`, …) whatever the flags say: `./` makes it
+    // the plain relative name the connection guard checked.
+    let literal;
+    let path = if path.as_os_str().as_encoded_bytes().starts_with(b"file:") {
+        literal = Path::new(".").join(path);
+        literal.as_path()
+    } else {
+        path
+    };
     let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, &e))?;
+    // No ATTACH: a statement must not reach files other than the one the guard admitted.
+    conn.authorizer(Some(no_attach));
     conn.busy_timeout(BUSY_TIMEOUT).map_err(map_error)?;
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {
         r.get::<_, i64>(0)
     })
     .map_err(|e| open_error(path, &e))?;
     Ok(conn)
+}
+
+fn no_attach(ctx: rusqlite::hooks::AuthContext<'_>) -> rusqlite::hooks::Authorization {
+    match ctx.action {
+        rusqlite::hooks::AuthAction::Attach { .. } => rusqlite::hooks::Authorization::Deny,
+        _ => rusqlite::hooks::Authorization::Allow,
+    }
 }
 
 fn open_error(path: &Path, error: &rusqlite::Error) -> EngineError {
