@@ -79,7 +79,9 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     let store = open_store(&config).await?;
     let auth = AuthService::new(store.clone(), secret.expose().as_bytes(), &config.auth);
     let sealer = crate::seal::Sealer::new(secret.expose().as_bytes());
-    let engines = crate::engines::Engines::new(config.query.engine_options(""));
+    // After the store opened: the data folder exists, so the guard resolves its real path.
+    let engines =
+        crate::engines::Engines::new(config.query.engine_options(""), config.connection_guard());
     let datasources = moka::future::Cache::builder()
         .max_capacity(10_000)
         .time_to_live(Duration::from_secs(

@@ -15,6 +15,7 @@ use serde_json::{Map, Value as Json, json};
 use bundle::{as_bool, as_int};
 pub use bundle::{read_zip, write_zip};
 
+use crate::engines::ConnectionGuard;
 use crate::seal::Sealer;
 use crate::store::catalog::{
     self as cat, CHART, Changes, ChildWrite, DASHBOARD, DATABASE, DATASET, DATASET_COLUMN,
@@ -87,6 +88,18 @@ impl Kind {
             Kind::Dashboard => "Dashboard",
             Kind::SavedQuery => "Saved_Queries",
             Kind::Assets => "Assets",
+        }
+    }
+
+    /// How Superset's importers name a record of this kind in their permission messages.
+    fn noun(self) -> &'static str {
+        match self {
+            Kind::Database => "database",
+            Kind::Dataset => "dataset",
+            Kind::Chart => "chart",
+            Kind::Dashboard => "dashboard",
+            Kind::SavedQuery => "saved query",
+            Kind::Assets => "asset",
         }
     }
 
@@ -685,6 +698,35 @@ pub struct ImportOptions {
     pub user: Option<i64>,
 }
 
+/// What the importing user may do: the questions the REST create and update handlers ask,
+/// answered by the api layer, which knows roles, grants and ownership. Importing a record
+/// takes exactly what creating or editing it through the REST API takes.
+pub trait ImportAccess: Send + Sync {
+    /// `can_write` on the kind's view menu: create records of this kind, or replace them.
+    fn may_write(&self, kind: Kind) -> bool;
+    /// Whether the user may change this existing record (its owners and creator are loaded:
+    /// [`cat::ownership_relations`]).
+    fn may_change(&self, kind: Kind, rec: &Record) -> bool;
+    /// Whether the user's data-access grants reach this database.
+    fn may_access_database(&self, id: i64) -> bool;
+}
+
+/// Every right (Superset's `ignore_permissions=True`): the examples the server writes
+/// itself and `liteset load-examples`.
+pub struct FullAccess;
+
+impl ImportAccess for FullAccess {
+    fn may_write(&self, _: Kind) -> bool {
+        true
+    }
+    fn may_change(&self, _: Kind, _: &Record) -> bool {
+        true
+    }
+    fn may_access_database(&self, _: i64) -> bool {
+        true
+    }
+}
+
 fn text(doc: &Json, key: &str) -> Value {
     match doc.get(key) {
         Some(Json::String(s)) => Value::Text(s.clone()),
@@ -745,9 +787,13 @@ struct Importer<'a> {
     /// every file without writing (new records get placeholder ids).
     tx: Option<&'a Tx>,
     sealer: &'a Sealer,
+    guard: &'a ConnectionGuard,
+    access: &'a dyn ImportAccess,
     top: Kind,
     opts: &'a ImportOptions,
     problems: Map<String, Json>,
+    /// Databases this import creates (ids or placeholders): the importer may use them.
+    created_databases: BTreeSet<i64>,
     /// uuid → id of every record imported or reused so far.
     ids: BTreeMap<String, i64>,
     /// The last placeholder id handed out (negative, never a real id).
@@ -823,6 +869,49 @@ impl<'a> Importer<'a> {
         }
     }
 
+    /// Superset's importer rule (`import_chart` and its siblings): an existing record that
+    /// is not to be replaced, or that the user may not write, is reused as it is; replacing
+    /// one needs `can_write` and the right to change it (owner or admin), creating one needs
+    /// `can_write`. Returns whether to write; a refusal is recorded as the file's problem.
+    async fn permitted(
+        &mut self,
+        model: &'static model::Model,
+        kind: Kind,
+        file: &str,
+        existing: Option<i64>,
+        write: bool,
+    ) -> Result<bool, AssetsError> {
+        let may_write = self.access.may_write(kind);
+        let refusal = match existing {
+            Some(_) if !write || !may_write => return Ok(false),
+            Some(id) => {
+                let rels = cat::ownership_relations(model);
+                let rec = match self.tx {
+                    Some(tx) => model::load_one_in(tx, model, id, &rels).await?,
+                    None => model::load_one_in(self.store.db(), model, id, &rels).await?,
+                };
+                if self.access.may_change(kind, &rec) {
+                    return Ok(true);
+                }
+                format!(
+                    "A {} already exists and user doesn't have permissions to overwrite it",
+                    kind.noun()
+                )
+            }
+            None if may_write => return Ok(true),
+            None => format!(
+                "{} doesn't exist and user doesn't have permission to create {}",
+                capitalized(kind.noun()),
+                match kind {
+                    Kind::SavedQuery => "saved queries".to_owned(),
+                    k => format!("{}s", k.noun()),
+                }
+            ),
+        };
+        self.problems.insert(file.to_owned(), json!(refusal));
+        Ok(false)
+    }
+
     /// The id a file refers to by uuid (`database_uuid`, …), when the bundle or the
     /// catalog has it.
     async fn reference(
@@ -864,7 +953,10 @@ impl<'a> Importer<'a> {
         if let Some(id) = existing {
             self.ids.insert(uuid.clone(), id);
         }
-        if !write {
+        if !self
+            .permitted(&DATABASE, Kind::Database, file, existing, write)
+            .await?
+        {
             return Ok(());
         }
         let raw = doc["sqlalchemy_uri"].as_str().unwrap_or_default();
@@ -876,6 +968,11 @@ impl<'a> Importer<'a> {
                 return Ok(());
             }
         };
+        // Superset's importer raises the guard's message as its ImportFailedError.
+        if let Err(e) = self.guard.check(&uri) {
+            self.problems.insert(file.to_owned(), json!(e.to_string()));
+            return Ok(());
+        }
         let given = self
             .opts
             .passwords
@@ -937,6 +1034,9 @@ impl<'a> Importer<'a> {
             return Ok(());
         }
         let Some(tx) = self.writer(&uuid, existing) else {
+            if existing.is_none() {
+                self.created_databases.insert(self.placeholder);
+            }
             return Ok(());
         };
         let sealed = match password {
@@ -950,6 +1050,9 @@ impl<'a> Importer<'a> {
         };
         match cat::save_database_in(tx, existing, &c, sealed, self.opts.user).await {
             Ok(id) => {
+                if existing.is_none() {
+                    self.created_databases.insert(id);
+                }
                 self.ids.insert(uuid, id);
             }
             Err(store::Error::Conflict { .. }) => {
@@ -983,7 +1086,18 @@ impl<'a> Importer<'a> {
         if let Some(id) = existing {
             self.ids.insert(uuid.clone(), id);
         }
-        if !write {
+        if !self
+            .permitted(&DATASET, Kind::Dataset, file, existing, write)
+            .await?
+        {
+            return Ok(());
+        }
+        // As `POST /dataset/`: a dataset only on a database the user may use.
+        if !self.created_databases.contains(&db) && !self.access.may_access_database(db) {
+            self.problems.insert(
+                file.to_owned(),
+                json!("Dataset's database is not accessible to the user importing it"),
+            );
             return Ok(());
         }
         // One dataset per table: another uuid on the same table is a conflict, found here
@@ -1207,7 +1321,10 @@ impl<'a> Importer<'a> {
         if let Some(id) = existing {
             self.ids.insert(uuid.clone(), id);
         }
-        if !write {
+        if !self
+            .permitted(&CHART, Kind::Chart, file, existing, write)
+            .await?
+        {
             return Ok(());
         }
         let Some(tx) = self.writer(&uuid, existing) else {
@@ -1278,7 +1395,10 @@ impl<'a> Importer<'a> {
         let (existing, write) = self
             .target(&DASHBOARD, Kind::Dashboard, file, &uuid)
             .await?;
-        if !write {
+        if !self
+            .permitted(&DASHBOARD, Kind::Dashboard, file, existing, write)
+            .await?
+        {
             return Ok(());
         }
         let mut position = doc.get("position").cloned().unwrap_or(Json::Null);
@@ -1343,7 +1463,10 @@ impl<'a> Importer<'a> {
         let (existing, write) = self
             .target(&SAVED_QUERY, Kind::SavedQuery, file, &uuid)
             .await?;
-        if !write {
+        if !self
+            .permitted(&SAVED_QUERY, Kind::SavedQuery, file, existing, write)
+            .await?
+        {
             return Ok(());
         }
         let mut c = Changes::default();
@@ -1543,9 +1666,15 @@ fn remap_dashboard(
 /// resolves every file, so a refused bundle is answered with all its problems at once; the
 /// writes then run in one store transaction, so a failure midway (a store error, a conflict
 /// with a concurrent write) leaves nothing behind either.
+///
+/// `access` answers what the importing user may create, replace and use (refusals are
+/// problems of the files, so a refused bundle writes nothing), and `guard` refuses unsafe
+/// database connections as the REST API does.
 pub async fn import(
     store: &Store,
     sealer: &Sealer,
+    guard: &ConnectionGuard,
+    access: &dyn ImportAccess,
     top: Kind,
     files: &Files,
     opts: &ImportOptions,
@@ -1572,9 +1701,12 @@ pub async fn import(
         store,
         tx: None,
         sealer,
+        guard,
+        access,
         top,
         opts,
         problems: Map::new(),
+        created_databases: BTreeSet::new(),
         ids: BTreeMap::new(),
         placeholder: 0,
     };
@@ -1587,9 +1719,12 @@ pub async fn import(
         store,
         tx: Some(&tx),
         sealer,
+        guard,
+        access,
         top,
         opts,
         problems: Map::new(),
+        created_databases: BTreeSet::new(),
         ids: BTreeMap::new(),
         placeholder: 0,
     };
@@ -1600,6 +1735,13 @@ pub async fn import(
     }
     tx.commit().await?;
     Ok(())
+}
+
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

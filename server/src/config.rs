@@ -90,6 +90,18 @@ pub struct Config {
     pub plugins: PluginConfig,
     /// Superset's web frontend (`[frontend]`, `LITESET_FRONTEND__*`).
     pub frontend: FrontendConfig,
+    /// What users may connect to (`[security]`, `LITESET_SECURITY__*`).
+    pub security: SecurityConfig,
+}
+
+/// Superset's `PREVENT_UNSAFE_DB_CONNECTIONS`, always on; these keys only widen it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// Allow analytical databases on SQLite files (off: a SQLite URI opens any file the
+    /// server can read). The data folder, the metadata store and the secret key stay refused
+    /// either way; the embedded examples database is always allowed.
+    pub allow_sqlite_databases: bool,
 }
 
 /// Where `liteset frontend install` puts Superset's prebuilt web app and `serve` finds it.
@@ -484,6 +496,7 @@ impl Default for Config {
             examples: true,
             plugins: PluginConfig::default(),
             frontend: FrontendConfig::default(),
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -527,6 +540,21 @@ pub struct Overrides {
 }
 
 impl Config {
+    /// The connection guard of this configuration: the data folder, the metadata store and
+    /// the secret key are out of every analytical connection's reach.
+    pub fn connection_guard(&self) -> crate::engines::ConnectionGuard {
+        let mut protected = vec![self.sqlite_path(), self.data_dir.join("secret_key")];
+        protected.push(self.data_dir.join("plugins"));
+        crate::engines::ConnectionGuard::new(&crate::engines::GuardConfig {
+            data_dir: Some(self.data_dir.clone()),
+            protected,
+            // Written by `examples.rs` on the embedded default only.
+            examples_db: (!self.is_production()).then(|| self.data_dir.join("examples.db")),
+            metadata_url: self.metadata_url.as_ref().map(|u| u.expose().to_owned()),
+            allow_sqlite: self.security.allow_sqlite_databases,
+        })
+    }
+
     /// Loads every layer and validates the result.
     pub fn load(file: Option<&Path>, overrides: &Overrides) -> Result<Config, ConfigError> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));

@@ -14,8 +14,11 @@
 //! PostgreSQL transaction that is dropped sends its ROLLBACK before the connection is reused, and a
 //! SQLite call finishes on the blocking pool before its connection returns to the pool.
 
+pub mod guard;
 pub mod postgres;
 pub mod sqlite;
+
+pub use guard::{ConnectionGuard, GuardConfig};
 
 use std::collections::HashMap;
 use std::fmt;
@@ -541,6 +544,13 @@ pub enum EngineError {
         /// What to show.
         message: String,
     },
+    /// The connection names something the server keeps for itself, or an engine the
+    /// configuration does not allow ([`ConnectionGuard`]).
+    #[error("{message}")]
+    Unsafe {
+        /// What to show.
+        message: String,
+    },
     /// Anything else, with the database's own message.
     #[error("{message}")]
     Other {
@@ -571,6 +581,7 @@ impl EngineError {
             EngineError::Refused { .. } => "INVALID_SQL_ERROR",
             EngineError::ResultTooLarge { .. } => "RESULT_TOO_LARGE_ERROR",
             EngineError::Other { .. } => "GENERIC_DB_ENGINE_ERROR",
+            EngineError::Unsafe { .. } => "DATABASE_SECURITY_ACCESS_ERROR",
         }
     }
 
@@ -670,6 +681,7 @@ pub struct Engines {
 
 struct Inner {
     options: EngineOptions,
+    guard: ConnectionGuard,
     pools: Mutex<HashMap<i64, Entry>>,
 }
 
@@ -697,11 +709,13 @@ impl fmt::Debug for Engines {
 }
 
 impl Engines {
-    /// An empty registry; pools are created on first use.
-    pub fn new(options: EngineOptions) -> Engines {
+    /// An empty registry; pools are created on first use, and only for connections `guard`
+    /// admits.
+    pub fn new(options: EngineOptions, guard: ConnectionGuard) -> Engines {
         Engines {
             inner: Arc::new(Inner {
                 options,
+                guard,
                 pools: Mutex::new(HashMap::new()),
             }),
         }
@@ -710,6 +724,22 @@ impl Engines {
     /// The settings every pool is built with.
     pub fn options(&self) -> &EngineOptions {
         &self.inner.options
+    }
+
+    /// Which connections may be opened; checked again before every connection.
+    pub fn guard(&self) -> &ConnectionGuard {
+        &self.inner.guard
+    }
+
+    /// Refuses a connection the guard does not admit (a record stored before the guard
+    /// existed, or edited in the store directly).
+    fn admit(&self, uri: &ConnectionUri) -> Result<(), EngineError> {
+        self.inner.guard.check(uri).map_err(|e| {
+            tracing::warn!(uri = %uri, "connection refused by the connection guard");
+            EngineError::Unsafe {
+                message: e.to_string(),
+            }
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<i64, Entry>> {
@@ -737,6 +767,7 @@ impl Engines {
         {
             return Ok(entry.pool.clone());
         }
+        self.admit(&spec.uri)?;
         let options = spec.options.as_ref().unwrap_or(&self.inner.options);
         let pool = match spec.uri.engine {
             Engine::Postgres => EnginePool::Postgres(postgres::build_pool(&spec.uri, options)?),
@@ -762,6 +793,7 @@ impl Engines {
     /// Opens a fresh connection (never a pooled one) and runs `SELECT 1`, within the connect
     /// timeout.
     pub async fn test_connection(&self, spec: &ConnectionSpec) -> Result<(), EngineError> {
+        self.admit(&spec.uri)?;
         let options = &self.inner.options;
         match spec.uri.engine {
             Engine::Postgres => postgres::test_connection(&spec.uri, options).await,

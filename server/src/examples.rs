@@ -44,6 +44,9 @@ pub async fn ensure(state: &AppState) -> anyhow::Result<()> {
     assets::import(
         &state.store,
         &state.sealer,
+        state.engines.guard(),
+        // The server's own examples: Superset's `ignore_permissions=True`.
+        &assets::FullAccess,
         Kind::Assets,
         &files,
         &ImportOptions {

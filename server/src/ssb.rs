@@ -198,6 +198,9 @@ pub async fn run(state: &AppState, plan: &Plan) -> Result<Summary, SsbError> {
     assets::import(
         &state.store,
         &state.sealer,
+        state.engines.guard(),
+        // The server's own examples: Superset's `ignore_permissions=True`.
+        &assets::FullAccess,
         Kind::Assets,
         &files,
         &ImportOptions {

@@ -168,7 +168,7 @@ async fn postgres_catalog_and_queries() {
         eprintln!("skipped: LITESET_TEST_PG_URL is not set");
         return;
     };
-    let engines = Engines::new(quick());
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
     let s = spec(1, &fx.uri(PASSWORD));
     assert!(!format!("{s:?}").contains("w0rd"));
     engines.test_connection(&s).await.expect("test_connection");
@@ -358,7 +358,7 @@ async fn postgres_connection_errors() {
         eprintln!("skipped: LITESET_TEST_PG_URL is not set");
         return;
     };
-    let engines = Engines::new(quick());
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
 
     // Wrong password, through test_connection and through a pool.
     let bad = spec(2, &fx.uri("wrong-w0rd"));
@@ -480,7 +480,7 @@ async fn postgres_pools_follow_revisions() {
         eprintln!("skipped: LITESET_TEST_PG_URL is not set");
         return;
     };
-    let engines = Engines::new(quick());
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
     let good = spec(10, &fx.uri(PASSWORD));
     engines.schemas(&good).await.expect("schemas");
     // The row is edited to point elsewhere: a new revision gets a new pool.
@@ -541,7 +541,7 @@ fn sqlite_fixture() -> (tempfile::TempDir, std::path::PathBuf) {
 #[tokio::test]
 async fn sqlite_catalog_and_queries() {
     let (_dir, path) = sqlite_fixture();
-    let engines = Engines::new(quick());
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
     let s = spec(20, &format!("sqlite:///{}", path.display()));
     engines.test_connection(&s).await.expect("test");
     assert_eq!(engines.schemas(&s).await.expect("schemas"), vec!["main"]);
@@ -676,7 +676,7 @@ async fn sqlite_catalog_and_queries() {
 #[tokio::test]
 async fn sqlite_missing_or_foreign_files() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let engines = Engines::new(quick());
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
     let missing = dir.path().join("missing.db");
     let s = spec(30, &format!("sqlite:///{}", missing.display()));
     let err = engines.test_connection(&s).await.expect_err("missing");

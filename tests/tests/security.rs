@@ -6,3 +6,4 @@
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
 mod sqlcheck;
 mod engines;
+mod imports;

@@ -15,7 +15,10 @@ use super::error::ApiError;
 use super::extract::Auth;
 use super::resource::{self, JsonValue};
 use crate::app::AppState;
-use crate::assets::{self, ImportOptions, Kind};
+use crate::assets::{self, ImportAccess, ImportOptions, Kind};
+use crate::auth::CurrentUser;
+use crate::store::catalog::Grants;
+use crate::store::model::Record;
 
 /// A bundle download.
 #[derive(ApiResponse)]
@@ -101,13 +104,67 @@ pub async fn export_ids(
     Ok(ids)
 }
 
+/// The importing user's rights, asked as the REST create and update handlers ask them:
+/// `can_write` on the kind's view menu, [`resource::can_change`] for replacing a record, the
+/// data-access grants for using a database.
+struct UserAccess {
+    user: Arc<CurrentUser>,
+    grants: Grants,
+    writable: Vec<Kind>,
+}
+
+impl UserAccess {
+    async fn of(state: &AppState, auth: &Auth, user: Arc<CurrentUser>) -> Result<Self, ApiError> {
+        let mut writable = Vec::new();
+        for (kind, view) in [
+            (Kind::Database, "Database"),
+            (Kind::Dataset, "Dataset"),
+            (Kind::Chart, "Chart"),
+            (Kind::Dashboard, "Dashboard"),
+            (Kind::SavedQuery, "SavedQuery"),
+        ] {
+            if resource::may(state, auth, "can_write", view).await? {
+                writable.push(kind);
+            }
+        }
+        Ok(UserAccess {
+            grants: user.grants(),
+            user,
+            writable,
+        })
+    }
+}
+
+impl ImportAccess for UserAccess {
+    fn may_write(&self, kind: Kind) -> bool {
+        self.writable.contains(&kind)
+    }
+
+    fn may_change(&self, kind: Kind, rec: &Record) -> bool {
+        match kind {
+            // Databases have no owners: `PUT /database/<pk>` asks `can_write` and reach.
+            Kind::Database => self.grants.database(rec.id),
+            _ => resource::can_change(&self.user, rec),
+        }
+    }
+
+    fn may_access_database(&self, id: i64) -> bool {
+        self.grants.database(id)
+    }
+}
+
 /// `POST /<resource>/import/` (field `formData`) and `/assets/import/` (field `bundle`).
+/// The endpoint's own permission is checked by the caller; what the bundle may create or
+/// replace is decided per record by [`UserAccess`].
 pub async fn import(
     state: &AppState,
+    auth: &Auth,
     kind: Kind,
-    user: i64,
+    user: Arc<CurrentUser>,
     mut form: ImportForm,
 ) -> Result<JsonValue, ApiError> {
+    let user_id = user.user.id;
+    let access = UserAccess::of(state, auth, user).await?;
     let Some(upload) = form.form_data.take().or(form.bundle.take()) else {
         return Err(ApiError::bad_request("Arguments are not correct"));
     };
@@ -127,7 +184,7 @@ pub async fn import(
     let opts = ImportOptions {
         overwrite: form.overwrite.as_deref() == Some("true"),
         passwords,
-        user: Some(user),
+        user: Some(user_id),
     };
     let tunnels = [
         &form.ssh_tunnel_passwords,
@@ -144,7 +201,16 @@ pub async fn import(
     }
     let started = std::time::Instant::now();
     let files = assets::read_zip(&bytes, kind)?;
-    assets::import(&state.store, &state.sealer, kind, &files, &opts).await?;
+    assets::import(
+        &state.store,
+        &state.sealer,
+        state.engines.guard(),
+        &access,
+        kind,
+        &files,
+        &opts,
+    )
+    .await?;
     tracing::info!(
         kind = kind.resource(),
         files = files.len(),
@@ -174,6 +240,6 @@ impl AssetsApi {
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_import_", "ImportExportRestApi").await?;
-        import(&self.state, Kind::Assets, user.user.id, form).await
+        import(&self.state, &auth, Kind::Assets, user, form).await
     }
 }

@@ -386,7 +386,7 @@ impl ChartApi {
     #[oai(path = "/import", method = "post", operation_id = "chart_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, Kind::Chart, user.user.id, form).await
+        assets::import(&self.state, &auth, Kind::Chart, user, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.

@@ -328,7 +328,7 @@ impl DashboardApi {
     #[oai(path = "/import", method = "post", operation_id = "dashboard_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, Kind::Dashboard, user.user.id, form).await
+        assets::import(&self.state, &auth, Kind::Dashboard, user, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.

@@ -226,6 +226,17 @@ pub fn engine_error(status: StatusCode, engine: crate::uri::Engine, e: &EngineEr
     )
 }
 
+/// Superset's `sqlalchemy_uri_validator`: a URI the connection guard refuses is a field
+/// error of the request (400), before anything connects.
+pub fn ensure_safe(state: &AppState, uri: &ConnectionUri) -> Result<(), ApiError> {
+    state.engines.guard().check(uri).map_err(|e| {
+        ApiError::fields(
+            StatusCode::BAD_REQUEST,
+            json!({"sqlalchemy_uri": [e.to_string()]}),
+        )
+    })
+}
+
 fn uri_error(e: &crate::uri::UriError) -> ApiError {
     ApiError::fields(
         StatusCode::UNPROCESSABLE_ENTITY,
@@ -307,6 +318,7 @@ impl DatabaseApi {
             return Ok((changes, None, None));
         };
         let mut uri = ConnectionUri::parse(&raw).map_err(|e| uri_error(&e))?;
+        ensure_safe(&self.state, &uri)?;
         let password = match uri.password.as_deref() {
             Some(PASSWORD_MASK) => {
                 // The client echoed the mask: keep (and test with) the stored password.
@@ -405,7 +417,7 @@ impl DatabaseApi {
     #[oai(path = "/import", method = "post", operation_id = "database_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, Kind::Database, user.user.id, form).await
+        assets::import(&self.state, &auth, Kind::Database, user, form).await
     }
 
     /// List database connections.
@@ -591,6 +603,7 @@ impl DatabaseApi {
             ));
         };
         let mut uri = ConnectionUri::parse(raw).map_err(|e| uri_error(&e))?;
+        ensure_safe(&self.state, &uri)?;
         if uri.password.as_deref() == Some(PASSWORD_MASK) {
             // Testing an existing connection from its edit form: use the stored password.
             let name = body

@@ -723,6 +723,10 @@ impl DatasetApi {
                 json!({"database": ["Database does not exist"]}),
             ));
         }
+        // Superset's `can_access_database`, as an import asks it (`assets::ImportAccess`).
+        if !user.grants().database(db) {
+            return Err(resource::forbidden());
+        }
         resource::check_links(&self.state, &SPEC, &changes).await?;
         let schema = match changes.get("schema") {
             Some(Value::Text(s)) if !s.is_empty() => Some(s.clone()),
@@ -859,7 +863,7 @@ impl DatasetApi {
     #[oai(path = "/import", method = "post", operation_id = "dataset_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, Kind::Dataset, user.user.id, form).await
+        assets::import(&self.state, &auth, Kind::Dataset, user, form).await
     }
 
     /// List datasets.

@@ -985,6 +985,16 @@ pub fn with_creator(changes: &mut Changes, user_id: i64) {
     changes.link("owners", owners);
 }
 
+/// Whether the caller holds `(perm, view)`, for decisions that are not a whole endpoint's
+/// (what an import may create); the same check as [`authorized`].
+pub async fn may(state: &AppState, auth: &Auth, perm: &str, view: &str) -> Result<bool, ApiError> {
+    match state.auth.authorize(&auth.principal, perm, view).await {
+        Ok(()) => Ok(true),
+        Err(crate::auth::Error::Forbidden) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// Authorizes `(perm, view)` for the caller and returns the user (FAB's `@protect`).
 pub async fn authorized(
     state: &AppState,
@@ -1027,10 +1037,7 @@ pub async fn ensure_changeable(
     ids: &[i64],
     user: &CurrentUser,
 ) -> Result<(), ApiError> {
-    let rels: Vec<&str> = ["owners", "created_by"]
-        .into_iter()
-        .filter(|r| spec.model.field(r).is_some())
-        .collect();
+    let rels = crate::store::catalog::ownership_relations(spec.model);
     let recs = state.store.load(spec.model, ids, &rels).await?;
     let unique: std::collections::BTreeSet<&i64> = ids.iter().collect();
     if recs.len() != unique.len() {

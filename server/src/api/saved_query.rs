@@ -401,7 +401,7 @@ impl SavedQueryApi {
     #[oai(path = "/import", method = "post", operation_id = "saved_query_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, Kind::SavedQuery, user.user.id, form).await
+        assets::import(&self.state, &auth, Kind::SavedQuery, user, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.

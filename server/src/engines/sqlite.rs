@@ -142,6 +142,16 @@ fn open(path: &Path, lockdown: Lockdown) -> Result<Connection, EngineError> {
         OpenFlags::SQLITE_OPEN_READ_ONLY
     };
     let flags = mode | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // The bundled SQLite is built with SQLITE_USE_URI, so a name starting with `file:` would
+    // be read as a URI (its own path, `mode`, `vfs`, …) whatever the flags say: `./` makes it
+    // the plain relative name the connection guard checked.
+    let literal;
+    let path = if path.as_os_str().as_encoded_bytes().starts_with(b"file:") {
+        literal = Path::new(".").join(path);
+        literal.as_path()
+    } else {
+        path
+    };
     let conn = Connection::open_with_flags(path, flags).map_err(|e| open_error(path, &e))?;
     conn.busy_timeout(BUSY_TIMEOUT).map_err(map_error)?;
     conn.query_row("SELECT count(*) FROM sqlite_master", [], |r| {

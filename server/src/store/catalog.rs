@@ -1185,6 +1185,15 @@ async fn refresh_dataset_perms(ex: &impl Executor, id: i64) -> Result<()> {
     Ok(())
 }
 
+/// The relations that say who may change a record (its owners, else its creator): what
+/// an ownership check loads with it.
+pub fn ownership_relations(model: &Model) -> Vec<&'static str> {
+    ["owners", "created_by"]
+        .into_iter()
+        .filter(|r| model.field(r).is_some())
+        .collect()
+}
+
 /// A user's data-access grants, in the store's terms (the auth layer derives them from
 /// permissions; the store turns them into list scopes).
 #[derive(Clone, Debug, Default)]
@@ -1199,6 +1208,14 @@ pub struct Grants {
     pub datasource_perms: Vec<String>,
     /// The user, whose owned datasets are also accessible.
     pub user_id: Option<i64>,
+}
+
+impl Grants {
+    /// Superset's `can_access_database`: `all_datasource_access`, `all_database_access` or
+    /// the database's `database_access`.
+    pub fn database(&self, id: i64) -> bool {
+        self.all || self.database_ids.contains(&id)
+    }
 }
 
 fn texts(v: &[String]) -> Vec<Value> {
