@@ -6,4 +6,5 @@
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
 mod sqlcheck;
 mod engines;
+#[path = "security/imports.rs"]
 mod imports;

@@ -390,6 +390,8 @@ both_backends! {
             &[
                 pvm(&admin, "can_write", "Dataset").await,
                 pvm(&admin, "can_read", "Dataset").await,
+                // The CSRF token.
+                pvm(&admin, "can_read", "SecurityRestApi").await,
             ],
         )
         .await;
@@ -423,6 +425,7 @@ both_backends! {
         let pvms = [
             pvm(&admin, "can_write", "Dataset").await,
             pvm(&admin, "can_read", "Dataset").await,
+            pvm(&admin, "can_read", "SecurityRestApi").await,
             access,
         ];
         let (s, body) = admin
