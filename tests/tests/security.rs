@@ -4,7 +4,7 @@
 //! (4xx in Superset's envelope) and that nothing was left behind.
 //!
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
-mod sqlcheck;
 mod engines;
 #[path = "security/imports.rs"]
 mod imports;
+mod sqlcheck;
