@@ -643,7 +643,7 @@ impl EngineError {
 /// `bytes` in MiB for messages: whole when exact, else with two decimals.
 fn mebibytes(bytes: usize) -> String {
     const MIB: usize = 1024 * 1024;
-    if bytes % MIB == 0 {
+    if bytes.is_multiple_of(MIB) {
         (bytes / MIB).to_string()
     } else {
         format!("{:.2}", bytes as f64 / MIB as f64)
