@@ -191,7 +191,10 @@ async fn assert_clean_sqlite(engines: &Engines, spec: &ConnectionSpec, want_sale
 async fn sqlite_engine_refuses_attach_transactions_pragmas_and_writes_in_every_spelling() {
     let (dir, analytics, secret) = sqlite_files();
     let dir_s = dir.path().display().to_string();
-    let engines = Engines::new(small_pool());
+    let engines = Engines::new(
+        small_pool(),
+        liteset::engines::ConnectionGuard::unrestricted(),
+    );
     let ro = spec(&format!("sqlite:///{analytics}"), small_pool());
     for raw in ALWAYS_REFUSED.iter().chain(WRITES) {
         let sql = fill(raw, &dir_s, &secret);
@@ -308,7 +311,10 @@ const PG_CHECK: &str = "SELECT current_setting('search_path') AS sp, \
 #[tokio::test]
 async fn postgres_sessions_do_not_leak_between_statements() {
     let url = pg_analytics().await;
-    let engines = Engines::new(small_pool());
+    let engines = Engines::new(
+        small_pool(),
+        liteset::engines::ConnectionGuard::unrestricted(),
+    );
     let spec = spec(&url, small_pool());
     let baseline = on_every_connection(&engines, &spec, PG_CHECK, 1).await;
     assert_eq!(
