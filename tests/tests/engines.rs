@@ -28,6 +28,7 @@ fn quick() -> EngineOptions {
         connect_timeout: Duration::from_secs(3),
         pool_wait: Duration::from_secs(3),
         statement_timeout: Duration::from_secs(2),
+        ..EngineOptions::default()
     }
 }
 

@@ -4,4 +4,5 @@
 //! (4xx in Superset's envelope) and that nothing was left behind.
 //!
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
+#[path = "security/engines.rs"]
 mod engines;

@@ -24,9 +24,9 @@ use tokio_postgres::error::SqlState;
 use tokio_postgres::{Config, NoTls};
 
 use super::{
-    Budget, Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType, IndexInfo,
-    LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata,
-    TimeGrain,
+    Budget, Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType,
+    IndexInfo, LastError, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind,
+    TableMetadata, TimeGrain,
 };
 use crate::uri::ConnectionUri;
 

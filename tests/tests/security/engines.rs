@@ -180,9 +180,11 @@ async fn assert_clean_sqlite(engines: &Engines, spec: &ConnectionSpec, want_sale
             .execute(spec, "SELECT v FROM x.secret", READ)
             .await
             .expect_err("the secret file is attached");
-        assert!(
-            matches!(&err, EngineError::Other { message } if message.contains("no such table")),
-            "{err:?}"
+        assert_eq!(
+            err,
+            EngineError::TableNotFound {
+                table: "x.secret".into()
+            }
         );
     }
 }
@@ -198,24 +200,33 @@ async fn sqlite_engine_refuses_attach_transactions_pragmas_and_writes_in_every_s
         // Twice: a spelling that slipped through once would show on the second run.
         for _ in 0..2 {
             let err = engines
-                .execute(&ro, &sql, ExecOptions { read_only: false, max_rows: 10 })
+                .execute(
+                    &ro,
+                    &sql,
+                    ExecOptions {
+                        read_only: false,
+                        max_rows: 10,
+                    },
+                )
                 .await
                 .expect_err(&sql);
-            let refused = matches!(
-                &err,
-                EngineError::Refused { .. } | EngineError::NotReadOnly
-            );
+            let refused = matches!(&err, EngineError::Refused { .. } | EngineError::NotReadOnly);
             // Functions that do not exist in this build fail on their own.
             let missing = matches!(&err, EngineError::Other { message } if message.contains("no such function"));
             assert!(refused || missing, "{sql}: {err:?}");
             assert!(
-                matches!(err.error_type(), "INVALID_SQL_ERROR" | "DATASOURCE_SECURITY_ACCESS_ERROR")
-                    || missing,
+                matches!(
+                    err.error_type(),
+                    "INVALID_SQL_ERROR" | "DATASOURCE_SECURITY_ACCESS_ERROR"
+                ) || missing,
                 "{sql}: {err:?}"
             );
         }
     }
-    assert!(!dir.path().join("copy.db").exists(), "VACUUM INTO wrote a file");
+    assert!(
+        !dir.path().join("copy.db").exists(),
+        "VACUUM INTO wrote a file"
+    );
     assert_clean_sqlite(&engines, &ro, &["north"]).await;
 
     // With DML allowed, writes go through, and everything else is still refused.
@@ -238,7 +249,8 @@ async fn sqlite_engine_refuses_attach_transactions_pragmas_and_writes_in_every_s
     for raw in ALWAYS_REFUSED {
         let sql = fill(raw, &dir_s, &secret);
         let err = engines.execute(&rw, &sql, write).await.expect_err(&sql);
-        let missing = matches!(&err, EngineError::Other { message } if message.contains("no such function"));
+        let missing =
+            matches!(&err, EngineError::Other { message } if message.contains("no such function"));
         assert!(
             matches!(&err, EngineError::Refused { .. }) || missing,
             "{sql}: {err:?}"
@@ -250,7 +262,10 @@ async fn sqlite_engine_refuses_attach_transactions_pragmas_and_writes_in_every_s
         .await
         .expect_err("read-only run");
     assert_eq!(err, EngineError::NotReadOnly);
-    assert!(!dir.path().join("copy.db").exists(), "VACUUM INTO wrote a file");
+    assert!(
+        !dir.path().join("copy.db").exists(),
+        "VACUUM INTO wrote a file"
+    );
     assert_clean_sqlite(&engines, &rw, &["north", "south"]).await;
     // Introspection still works through the pragma table functions.
     let meta = engines
@@ -300,7 +315,15 @@ async fn postgres_sessions_do_not_leak_between_statements() {
     let baseline = on_every_connection(&engines, &spec, PG_CHECK, 1).await;
     assert_eq!(
         baseline[0],
-        vec![vec!["\"$user\", public", "10s", "on", "liteset", "0", "north", ""]]
+        vec![vec![
+            "\"$user\", public",
+            "10s",
+            "on",
+            "liteset",
+            "0",
+            "north",
+            ""
+        ]]
     );
     let write = ExecOptions {
         read_only: false,
@@ -309,15 +332,24 @@ async fn postgres_sessions_do_not_leak_between_statements() {
     for (sql, opts) in [
         ("SELECT set_config('search_path', 'evil', false)", READ),
         ("SELECT set_config('statement_timeout', '1', false)", READ),
-        ("SELECT set_config('standard_conforming_strings', 'off', false)", READ),
+        (
+            "SELECT set_config('standard_conforming_strings', 'off', false)",
+            READ,
+        ),
         ("SELECT set_config('application_name', 'evil', false)", READ),
         ("SELECT pg_advisory_lock(42)", READ),
         ("SELECT set_config('search_path', 'evil', false)", write),
-        ("SELECT set_config('standard_conforming_strings', 'off', false)", write),
+        (
+            "SELECT set_config('standard_conforming_strings', 'off', false)",
+            write,
+        ),
         ("SET search_path = evil", write),
         ("SET SESSION statement_timeout = 1", write),
         ("SELECT pg_advisory_lock(43)", write),
-        ("/* c */ select set_config('search_path', 'evil', false) from sales", READ),
+        (
+            "/* c */ select set_config('search_path', 'evil', false) from sales",
+            READ,
+        ),
     ] {
         for _ in 0..3 {
             engines.execute(&spec, sql, opts).await.expect(sql);
@@ -391,7 +423,9 @@ async fn id_of(api: &Api, path: &str, name_field: &str, name: &str) -> i64 {
             "{path}?q=(filters:!((col:{name_field},opr:eq,value:{name})))"
         ))
         .await;
-    r["ids"][0].as_i64().unwrap_or_else(|| panic!("{name}: {r}"))
+    r["ids"][0]
+        .as_i64()
+        .unwrap_or_else(|| panic!("{name}: {r}"))
 }
 
 #[tokio::test]
@@ -402,7 +436,10 @@ async fn sqlite_attacks_through_sql_lab_and_charts_are_refused_and_leave_nothing
         .env("LITESET_EXAMPLES", "true")
         .env("LITESET_QUERY__DATABASES__EXAMPLES__POOL_SIZE", "2")
         // The engine must refuse the functions itself.
-        .env("LITESET_QUERY__DATABASES__EXAMPLES__DISALLOWED_FUNCTIONS", "")
+        .env(
+            "LITESET_QUERY__DATABASES__EXAMPLES__DISALLOWED_FUNCTIONS",
+            "",
+        )
         .start()
         .await
         .expect("server");
@@ -414,10 +451,19 @@ async fn sqlite_attacks_through_sql_lab_and_charts_are_refused_and_leave_nothing
         if r.to_string().contains("no such function") {
             continue;
         }
-        assert_eq!(s, StatusCode::BAD_REQUEST, "{sql}: {r}");
-        assert_eq!(error_type(&r), "INVALID_SQL_ERROR", "{sql}: {r}");
+        // SQL Lab's planner may see some spellings first and refuse them as DML (Superset
+        // answers that with a 500); either way nothing runs.
+        let planner_dml =
+            s == StatusCode::INTERNAL_SERVER_ERROR && error_type(&r) == "DML_NOT_ALLOWED_ERROR";
+        if !planner_dml {
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{sql}: {r}");
+            assert_eq!(error_type(&r), "INVALID_SQL_ERROR", "{sql}: {r}");
+        }
     }
-    assert!(!dir.path().join("copy.db").exists(), "VACUUM INTO wrote a file");
+    assert!(
+        !dir.path().join("copy.db").exists(),
+        "VACUUM INTO wrote a file"
+    );
     // Chart metrics calling refused functions: the engine answers, with a 400.
     let sales = id_of(&api, "/api/v1/dataset/", "table_name", "sales").await;
     for metric in [
@@ -506,7 +552,9 @@ async fn chart_metrics_and_sql_lab_cannot_change_other_users_postgres_sessions()
             let (s, r) = sqllab(
                 &api,
                 db,
-                &metric.replace("MAX(", "SELECT (").replace("::text)", ")::text"),
+                &metric
+                    .replace("MAX(", "SELECT (")
+                    .replace("::text)", ")::text"),
             )
             .await;
             assert_eq!(s, StatusCode::OK, "{metric}: {r}");
@@ -519,7 +567,11 @@ async fn chart_metrics_and_sql_lab_cannot_change_other_users_postgres_sessions()
             .collect();
         for t in tasks {
             let (s, r) = t.await.expect("join");
-            assert_eq!((s, &r["data"]), (StatusCode::OK, &want), "after {metric}: {r}");
+            assert_eq!(
+                (s, &r["data"]),
+                (StatusCode::OK, &want),
+                "after {metric}: {r}"
+            );
         }
     }
 }
@@ -596,10 +648,16 @@ async fn huge_results_are_cut_off_with_a_400_and_memory_stays_bounded() {
                "queries": [{"columns": ["x", "pad"], "row_limit": 100000}]})
     };
     let cases = [
-        ("pg huge cell", metric(pg_one, "MAX(repeat('x', 100000000))")),
+        (
+            "pg huge cell",
+            metric(pg_one, "MAX(repeat('x', 100000000))"),
+        ),
         ("pg many rows", rows(pg_many)),
         ("sqlite zeroblob", metric(sales, "MAX(zeroblob(200000000))")),
-        ("sqlite printf", metric(sales, "MAX(printf('%.*c', 200000000, 'x'))")),
+        (
+            "sqlite hex",
+            metric(sales, "MAX(replace(hex(zeroblob(100000000)), '00', 'x'))"),
+        ),
         ("sqlite many rows", rows(lite_many)),
     ];
     for (name, body) in &cases {
@@ -613,17 +671,34 @@ async fn huge_results_are_cut_off_with_a_400_and_memory_stays_bounded() {
              select fewer columns, or lower the row limit.",
             "{name}"
         );
-        assert!(started.elapsed() < Duration::from_secs(20), "{name} took long");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "{name} took long"
+        );
         let now = rss(server.pid());
         assert!(
             now < baseline + BUDGET + 200 * 1024 * 1024,
             "{name}: RSS grew from {baseline} to {now}"
         );
     }
+    // SQLite's printf() answers NULL, not an error, for a string past the connection's
+    // length limit (the result budget): nothing big is ever built.
+    let (s, r) = api
+        .post(
+            "/api/v1/chart/data",
+            metric(sales, "MAX(printf('%.*c', 200000000, 'x'))"),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["result"][0]["data"], json!([{"m": null}]), "{r}");
+    assert!(rss(server.pid()) < baseline + BUDGET + 200 * 1024 * 1024);
     // SQL Lab, synchronous and asynchronous.
     for (db, sql) in [
         (pgdb, "SELECT repeat('x', 100000000) AS big"),
-        (pgdb, "SELECT g, repeat('x', 1000) FROM generate_series(1, 1000000) g"),
+        (
+            pgdb,
+            "SELECT g, repeat('x', 1000) FROM generate_series(1, 1000000) g",
+        ),
         (examples, "SELECT zeroblob(200000000) AS big"),
     ] {
         let (s, r) = sqllab(&api, db, sql).await;
