@@ -961,7 +961,11 @@ fn map_error_ref(error: &rusqlite::Error) -> EngineError {
     if code.code == ErrorCode::OperationInterrupted {
         return EngineError::StatementTimeout;
     }
-    if code.code == ErrorCode::AuthorizationForStatementDenied {
+    // A denied function call fails with a plain error ("not authorized to use function");
+    // anything else the authorizer denies, with SQLITE_AUTH.
+    if code.code == ErrorCode::AuthorizationForStatementDenied
+        || message.is_some_and(|m| m.starts_with("not authorized"))
+    {
         let refused = REFUSED.with(|r| r.borrow_mut().take());
         return match refused.as_deref() {
             // Writes keep the meaning they have everywhere: the database is read-only.

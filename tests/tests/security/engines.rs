@@ -180,9 +180,11 @@ async fn assert_clean_sqlite(engines: &Engines, spec: &ConnectionSpec, want_sale
             .execute(spec, "SELECT v FROM x.secret", READ)
             .await
             .expect_err("the secret file is attached");
-        assert!(
-            matches!(&err, EngineError::Other { message } if message.contains("no such table")),
-            "{err:?}"
+        assert_eq!(
+            err,
+            EngineError::TableNotFound {
+                table: "x.secret".into()
+            }
         );
     }
 }
@@ -455,8 +457,14 @@ async fn sqlite_attacks_through_sql_lab_and_charts_are_refused_and_leave_nothing
         if r.to_string().contains("no such function") {
             continue;
         }
-        assert_eq!(s, StatusCode::BAD_REQUEST, "{sql}: {r}");
-        assert_eq!(error_type(&r), "INVALID_SQL_ERROR", "{sql}: {r}");
+        // SQL Lab's planner may see some spellings first and refuse them as DML (Superset
+        // answers that with a 500); either way nothing runs.
+        let planner_dml =
+            s == StatusCode::INTERNAL_SERVER_ERROR && error_type(&r) == "DML_NOT_ALLOWED_ERROR";
+        if !planner_dml {
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{sql}: {r}");
+            assert_eq!(error_type(&r), "INVALID_SQL_ERROR", "{sql}: {r}");
+        }
     }
     assert!(
         !dir.path().join("copy.db").exists(),
@@ -653,8 +661,8 @@ async fn huge_results_are_cut_off_with_a_400_and_memory_stays_bounded() {
         ("pg many rows", rows(pg_many)),
         ("sqlite zeroblob", metric(sales, "MAX(zeroblob(200000000))")),
         (
-            "sqlite printf",
-            metric(sales, "MAX(printf('%.*c', 200000000, 'x'))"),
+            "sqlite hex",
+            metric(sales, "MAX(replace(hex(zeroblob(100000000)), '00', 'x'))"),
         ),
         ("sqlite many rows", rows(lite_many)),
     ];
@@ -679,6 +687,17 @@ async fn huge_results_are_cut_off_with_a_400_and_memory_stays_bounded() {
             "{name}: RSS grew from {baseline} to {now}"
         );
     }
+    // SQLite's printf() answers NULL, not an error, for a string past the connection's
+    // length limit (the result budget): nothing big is ever built.
+    let (s, r) = api
+        .post(
+            "/api/v1/chart/data",
+            metric(sales, "MAX(printf('%.*c', 200000000, 'x'))"),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["result"][0]["data"], json!([{"m": null}]), "{r}");
+    assert!(rss(server.pid()) < baseline + BUDGET + 200 * 1024 * 1024);
     // SQL Lab, synchronous and asynchronous.
     for (db, sql) in [
         (pgdb, "SELECT repeat('x', 100000000) AS big"),
