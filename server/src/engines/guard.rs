@@ -167,9 +167,9 @@ impl ConnectionGuard {
             })
             .collect();
         let is_examples = |(r, id): &(PathBuf, Option<(u64, u64)>)| {
-            self.examples.as_ref().is_some_and(|(e, eid)| {
-                r == e || (id.is_some() && eid.is_some() && id == eid)
-            })
+            self.examples
+                .as_ref()
+                .is_some_and(|(e, eid)| r == e || (id.is_some() && eid.is_some() && id == eid))
         };
         if resolved.iter().all(is_examples) {
             return Ok(());
@@ -384,7 +384,10 @@ mod tests {
             ..Default::default()
         });
         let d = dir.path().display();
-        assert_eq!(guard.check(&sqlite(&format!("{d}/data/examples.db"))), Ok(()));
+        assert_eq!(
+            guard.check(&sqlite(&format!("{d}/data/examples.db"))),
+            Ok(())
+        );
         assert_eq!(
             guard.check(&sqlite(&format!("{d}/x.db"))),
             Err(Unsafe(SQLITE_REFUSED))

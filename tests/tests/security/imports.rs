@@ -19,7 +19,8 @@ const INTERNAL_REFUSED: &str = "The metadata store and the server's data folder 
 const NO_DB: &str = "Database doesn't exist and user doesn't have permission to create databases";
 const NO_DATASET: &str =
     "Dataset doesn't exist and user doesn't have permission to create datasets";
-const CHART_TAKEN: &str = "A chart already exists and user doesn't have permissions to overwrite it";
+const CHART_TAKEN: &str =
+    "A chart already exists and user doesn't have permissions to overwrite it";
 const DASHBOARD_TAKEN: &str =
     "A dashboard already exists and user doesn't have permissions to overwrite it";
 
@@ -76,7 +77,10 @@ fn attack(type_name: &str, uri: &str, chart_name: &str) -> Vec<u8> {
     bundle(
         type_name,
         &[
-            ("databases/evil.yaml".into(), database_doc("evil", DB_UUID, uri)),
+            (
+                "databases/evil.yaml".into(),
+                database_doc("evil", DB_UUID, uri),
+            ),
             (
                 "datasets/evil/ab_user.yaml".into(),
                 dataset_doc("ab_user", DS_UUID, DB_UUID),
@@ -659,11 +663,17 @@ async fn allowed_sqlite_still_keeps_the_data_folder_out() {
     ] {
         let field = json!({"message": {"sqlalchemy_uri": [INTERNAL_REFUSED]}});
         let (s, body) = admin
-            .post("/api/v1/database/", json!({"database_name": "x", "sqlalchemy_uri": uri}))
+            .post(
+                "/api/v1/database/",
+                json!({"database_name": "x", "sqlalchemy_uri": uri}),
+            )
             .await;
         assert_eq!((s, &body), (StatusCode::BAD_REQUEST, &field), "POST {uri}");
         let (s, body) = admin
-            .post("/api/v1/database/test_connection/", json!({"sqlalchemy_uri": uri}))
+            .post(
+                "/api/v1/database/test_connection/",
+                json!({"sqlalchemy_uri": uri}),
+            )
             .await;
         assert_eq!((s, &body), (StatusCode::BAD_REQUEST, &field), "test {uri}");
     }
@@ -686,7 +696,9 @@ async fn allowed_sqlite_still_keeps_the_data_folder_out() {
     let (s, data) = admin.get(&format!("/api/v1/chart/{id}/data/")).await;
     assert_eq!(s, StatusCode::OK, "{data}");
     assert!(
-        data["result"][0]["rowcount"].as_u64().is_some_and(|n| n > 0),
+        data["result"][0]["rowcount"]
+            .as_u64()
+            .is_some_and(|n| n > 0),
         "{data}"
     );
 }
