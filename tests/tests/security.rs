@@ -4,3 +4,6 @@
 //! (4xx in Superset's envelope) and that nothing was left behind.
 //!
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
+
+#[path = "security/web.rs"]
+mod web;
