@@ -4,3 +4,8 @@
 //! (4xx in Superset's envelope) and that nothing was left behind.
 //!
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
+
+#[path = "security/matrix.rs"]
+mod matrix;
+#[path = "security/schemathesis.rs"]
+mod schemathesis;
