@@ -22,6 +22,7 @@ mod me;
 mod middleware;
 mod plugin;
 mod query;
+mod redirect;
 mod render;
 pub mod resource;
 mod saved_query;

@@ -19,7 +19,7 @@ use moka::future::Cache;
 
 use crate::config::AuthConfig;
 use crate::store::{self, NewUser, Role, Store, User};
-pub use limiter::LoginLimiter;
+pub use limiter::{LoginLimiter, LoginQueue, LoginSubject};
 pub use session::{CsrfError, SessionData, SessionKeys};
 pub use tokens::{TokenKeys, TokenType};
 
@@ -61,6 +61,12 @@ pub enum Error {
         /// Seconds until the window resets.
         retry_after_secs: u64,
     },
+    /// Password verification is saturated (its queue is full, or the wait for it expired).
+    #[error("The server is busy; retry shortly")]
+    Busy {
+        /// Seconds to wait before retrying.
+        retry_after_secs: u64,
+    },
     /// CSRF check failed.
     #[error(transparent)]
     Csrf(#[from] CsrfError),
@@ -77,8 +83,14 @@ pub enum Error {
 
 impl From<password::PasswordError> for Error {
     fn from(e: password::PasswordError) -> Self {
-        Error::Internal {
-            message: e.to_string(),
+        match e {
+            // Every hashing worker's queue place is taken: a load condition, not a fault.
+            password::PasswordError::Unavailable => Error::Busy {
+                retry_after_secs: 1,
+            },
+            e => Error::Internal {
+                message: e.to_string(),
+            },
         }
     }
 }
@@ -173,6 +185,7 @@ pub struct AuthService {
     tokens: TokenKeys,
     sessions: SessionKeys,
     limiter: LoginLimiter,
+    queue: LoginQueue,
     users: Cache<i64, Arc<CurrentUser>>,
     public: Cache<(), Arc<HashSet<(String, String)>>>,
     public_role_like: Option<String>,
@@ -193,6 +206,11 @@ impl AuthService {
             limiter: LoginLimiter::new(
                 cfg.max_failed_logins,
                 Duration::from_secs(cfg.failed_login_window_secs),
+            ),
+            queue: LoginQueue::new(
+                cfg.login_queue_len,
+                cfg.login_queue_per_user,
+                Duration::from_millis(cfg.login_queue_timeout_ms),
             ),
             users: Cache::builder()
                 .max_capacity(100_000)
@@ -225,15 +243,44 @@ impl AuthService {
         Ok(self.store.create_user(&new).await?)
     }
 
-    /// Verifies a username (or email) and password; FAB's `auth_user_db`.
+    /// Verifies a username (or email) and password; FAB's `auth_user_db`. Every login path
+    /// (the API and the browser form) comes through here.
+    ///
+    /// The attempt is counted as failed before the password is checked and cleared on success, so
+    /// concurrent guesses all count; past the limit the answer is `TooManyAttempts` without a
+    /// verification. The check itself waits in the [`LoginQueue`]; an attempt it turns away
+    /// (`Busy`) was not evaluated and does not count. Any other failure keeps the count, since
+    /// it may come after the password was checked.
     pub async fn login(
         &self,
         login: &str,
         password: &str,
         client: Option<IpAddr>,
     ) -> Result<User, Error> {
-        self.limiter.check(login, client).await?;
+        // The account is resolved first, so its username and its email share one count.
         let user = self.store.user_for_login(login).await?;
+        let subject = LoginSubject::of(login, user.as_ref().map(|u| u.id));
+        let reservation = self.limiter.reserve(&subject, client).await?;
+        match self.queue.run(&subject, self.verify(user, password)).await {
+            Ok(user) => {
+                self.limiter.succeeded(reservation).await;
+                Ok(user)
+            }
+            Err(e @ Error::Busy { .. }) => {
+                self.limiter.not_evaluated(reservation).await;
+                Err(e)
+            }
+            Err(e) => {
+                if matches!(e, Error::BadCredentials) {
+                    tracing::info!(message = "Login failed.", username = %login);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// The password check of the account a login resolved to, and its bookkeeping.
+    async fn verify(&self, user: Option<User>, password: &str) -> Result<User, Error> {
         let verified = match &user {
             Some(u) if u.active => match &u.password_hash {
                 Some(hash) => {
@@ -258,15 +305,12 @@ impl AuthService {
                     _ => None,
                 };
                 self.store.record_login_success(u.id, rehash).await?;
-                self.limiter.reset(login, client).await;
                 Ok(u)
             }
             other => {
                 if let Some(u) = other {
                     self.store.record_login_failure(u.id).await?;
                 }
-                self.limiter.record_failure(login, client).await;
-                tracing::info!(message = "Login failed.", username = %login);
                 Err(Error::BadCredentials)
             }
         }
@@ -428,6 +472,9 @@ impl Error {
             Error::BadCredentials => Error::BadCredentials,
             Error::Forbidden => Error::Forbidden,
             Error::TooManyAttempts { retry_after_secs } => Error::TooManyAttempts {
+                retry_after_secs: *retry_after_secs,
+            },
+            Error::Busy { retry_after_secs } => Error::Busy {
                 retry_after_secs: *retry_after_secs,
             },
             Error::Csrf(c) => Error::Csrf(*c),

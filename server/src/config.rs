@@ -422,6 +422,14 @@ pub struct AuthConfig {
     pub max_failed_logins: u32,
     /// Window of the failed-login limit.
     pub failed_login_window_secs: u64,
+    /// Logins that may wait for, or hold, a password-hashing worker at once; past it a login
+    /// is answered 503 with `Retry-After`.
+    pub login_queue_len: usize,
+    /// Of those, how many may be for one username (the rest of its attempts wait), so a flood
+    /// against one account leaves room for everyone else.
+    pub login_queue_per_user: usize,
+    /// Longest a login waits in that queue (and is verified) before a 503.
+    pub login_queue_timeout_ms: u64,
     /// Copy this built-in role's permissions into Public (Superset's `PUBLIC_ROLE_LIKE`).
     pub public_role_like: Option<String>,
     /// How long a user's roles and permissions are cached in memory before being re-read.
@@ -439,6 +447,9 @@ impl Default for AuthConfig {
             csrf_ttl_secs: 7 * 24 * 3600,
             max_failed_logins: 10,
             failed_login_window_secs: 300,
+            login_queue_len: 32,
+            login_queue_per_user: 4,
+            login_queue_timeout_ms: 10_000,
             public_role_like: None,
             permission_cache_ttl_secs: 5,
             secure_cookies: false,
@@ -674,10 +685,20 @@ impl Config {
             ("auth.session_ttl_secs", a.session_ttl_secs),
             ("auth.csrf_ttl_secs", a.csrf_ttl_secs),
             ("auth.failed_login_window_secs", a.failed_login_window_secs),
+            ("auth.login_queue_timeout_ms", a.login_queue_timeout_ms),
         ] {
             if v == 0 {
                 problems.push(format!("{name}: must be greater than 0"));
             }
+        }
+        // The hashing workers' own queue holds 1024 jobs; the login queue must fit in it.
+        if a.login_queue_len == 0 || a.login_queue_len > 1_000 {
+            problems.push("auth.login_queue_len: must be between 1 and 1000".into());
+        }
+        if a.login_queue_per_user == 0 || a.login_queue_per_user > a.login_queue_len {
+            problems.push(
+                "auth.login_queue_per_user: must be between 1 and auth.login_queue_len".into(),
+            );
         }
         if let Some(role) = &a.public_role_like
             && !crate::auth::catalog::builtin_roles(None)

@@ -12,3 +12,5 @@ mod engines;
 mod imports;
 #[path = "security/sqlcheck.rs"]
 mod sqlcheck;
+#[path = "security/web.rs"]
+mod web;

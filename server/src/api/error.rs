@@ -466,6 +466,13 @@ impl From<auth::Error> for ApiError {
                 retry_after: Some(retry_after_secs),
                 ..ApiError::message(StatusCode::TOO_MANY_REQUESTS, e.to_string())
             },
+            e @ E::Busy { retry_after_secs } => {
+                tracing::warn!(message = "Password hashing is saturated; answered busy.");
+                ApiError {
+                    retry_after: Some(retry_after_secs),
+                    ..ApiError::message(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+                }
+            }
             E::Csrf(c) => ApiError::sip40(
                 StatusCode::BAD_REQUEST,
                 "GENERIC_BACKEND_ERROR",

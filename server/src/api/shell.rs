@@ -440,8 +440,11 @@ pub async fn spa_page(req: &Request) -> Response {
             .path_and_query()
             .map(|p| p.as_str())
             .unwrap_or("/");
-        let next =
-            percent_encoding::utf8_percent_encode(target, percent_encoding::NON_ALPHANUMERIC);
+        let next = percent_encoding::utf8_percent_encode(
+            &super::redirect::safe_next(Some(target)),
+            percent_encoding::NON_ALPHANUMERIC,
+        )
+        .to_string();
         return Response::builder()
             .status(StatusCode::FOUND)
             .header(header::LOCATION, format!("/login/?next={next}"))

@@ -219,6 +219,11 @@ where
     let workers = HASH_WORKERS.as_ref().ok_or(PasswordError::Unavailable)?;
     let (done, result) = tokio::sync::oneshot::channel();
     let job: HashJob = Box::new(move || {
+        // The caller gave up while the job waited (the login queue's deadline, a client gone):
+        // nobody would read the result, so the worker moves on to the next login.
+        if done.is_closed() {
+            return;
+        }
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
         let _ = done.send(outcome);
     });

@@ -125,7 +125,9 @@ impl Frame {
         self.coltypes.iter().map(|t| t.code()).collect()
     }
 
-    /// pandas' `to_csv(index=False)` text with `headers` as the header row.
+    /// pandas' `to_csv(index=False)` text with `headers` as the header row, headers and text
+    /// cells escaped against spreadsheet formulas as Superset's `df_to_escaped_csv` does (see
+    /// [`escape_value`]). Every CSV the server writes comes from here.
     pub fn csv(&self, headers: &[String]) -> String {
         let mut out = String::new();
         let line = |out: &mut String, fields: &mut dyn Iterator<Item = String>| {
@@ -139,7 +141,10 @@ impl Frame {
             }
             out.push('\n');
         };
-        line(&mut out, &mut headers.iter().cloned());
+        line(
+            &mut out,
+            &mut headers.iter().map(|h| escape_value(h).into_owned()),
+        );
         // pandas prints a naive datetime column as dates when every value is at midnight,
         // and with microseconds when any value has them.
         let styles: Vec<(bool, bool)> = (0..self.colnames.len())
@@ -256,7 +261,9 @@ fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
         Cell::Float(f) if f.is_nan() => String::new(),
         Cell::Float(f) => py_float(*f),
         Cell::Decimal(d) => d.clone(),
-        Cell::Text(t) => t.clone(),
+        // Python strings in pandas (Superset's result set stringifies JSON values too); numbers,
+        // booleans and dates are not strings there, so `-3` as a number is never escaped.
+        Cell::Text(t) => escape_value(t).into_owned(),
         Cell::Timestamp(t) => {
             if all_midnight {
                 t.format("%Y-%m-%d").to_string()
@@ -275,8 +282,48 @@ fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
         }
         Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
         Cell::Time(t) => t.format("%H:%M:%S").to_string(),
-        Cell::Json(v) => v.to_string(),
+        Cell::Json(v) => escape_value(&v.to_string()).into_owned(),
     }
+}
+
+/// Superset's `escape_value` (`superset/utils/csv.py`), against CSV formula injection: a value
+/// starting with one of `-@+|=%`, or with whitespace or two double quotes before one of them,
+/// gets a leading `'` and its pipes become `\|`; negative numbers written as text (`-3`,
+/// `-1.5`: Superset's `^-[0-9.]+$`) are left alone.
+pub fn escape_value(value: &str) -> std::borrow::Cow<'_, str> {
+    if needs_escaping(value) && !is_negative_number(value) {
+        std::borrow::Cow::Owned(format!("'{}", value.replace('|', "\\|")))
+    } else {
+        std::borrow::Cow::Borrowed(value)
+    }
+}
+
+/// The characters Superset's `problematic_chars_re` looks for.
+fn is_formula_start(c: char) -> bool {
+    matches!(c, '-' | '@' | '+' | '|' | '=' | '%')
+}
+
+/// `^(?:"{2}|\s{1,})(?=[\-@+|=%])|^[\-@+|=%]` with Python's `re` semantics.
+fn needs_escaping(value: &str) -> bool {
+    let rest = if let Some(rest) = value.strip_prefix("\"\"") {
+        rest
+    } else {
+        value.trim_start_matches(py_isspace)
+    };
+    rest.starts_with(is_formula_start)
+}
+
+/// Python's `\s` on `str`: Unicode whitespace, which also counts the separators U+001C..U+001F.
+fn py_isspace(c: char) -> bool {
+    c.is_whitespace() || ('\u{1c}'..='\u{1f}').contains(&c)
+}
+
+/// `^-[0-9.]+$` with Python's `$`, which also matches before a final newline.
+fn is_negative_number(value: &str) -> bool {
+    let body = value.strip_suffix('\n').unwrap_or(value);
+    body.strip_prefix('-').is_some_and(|digits| {
+        !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit() || b == b'.')
+    })
 }
 
 /// Python's csv module, minimal quoting.
@@ -325,6 +372,72 @@ pub fn unescape_separator(label: &str) -> String {
 mod tests {
     use super::*;
     use crate::engines::ResultColumn;
+
+    #[test]
+    fn values_are_escaped_like_superset() {
+        // Superset's own cases (tests/unit_tests/utils/csv_tests.py), then the edges of its
+        // regular expressions.
+        for (given, escaped) in [
+            ("value", "value"),
+            ("-10", "-10"),
+            ("@value", "'@value"),
+            ("+value", "'+value"),
+            ("-value", "'-value"),
+            ("=value", "'=value"),
+            ("|value", r"'\|value"),
+            ("%value", "'%value"),
+            ("=cmd|' /C calc'!A0", r"'=cmd\|' /C calc'!A0"),
+            ("\"\"=10+2", "'\"\"=10+2"),
+            (" =10+2", "' =10+2"),
+            ("\t=x", "'\t=x"),
+            ("\r=x", "'\r=x"),
+            ("\u{1f}=x", "'\u{1f}=x"),
+            ("\u{a0}+x", "'\u{a0}+x"),
+            ("-3", "-3"),
+            ("-1.5", "-1.5"),
+            ("-3\n", "-3\n"),
+            (" -3", "' -3"),
+            ("-3e5", "'-3e5"),
+            ("-", "'-"),
+            ("\"\"\"=x", "\"\"\"=x"),
+            ("\"=x", "\"=x"),
+            ("\tx", "\tx"),
+            ("a=b", "a=b"),
+            ("", ""),
+        ] {
+            assert_eq!(escape_value(given), escaped, "{given:?}");
+        }
+    }
+
+    #[test]
+    fn csv_escapes_headers_and_text_but_not_numbers() {
+        let rs = ResultSet {
+            columns: ["=h", "n", "t"]
+                .iter()
+                .map(|n| ResultColumn {
+                    name: (*n).into(),
+                    type_name: String::new(),
+                })
+                .collect(),
+            rows: vec![
+                vec![
+                    Cell::Text("=HYPERLINK(\"http://x\")".into()),
+                    Cell::Int(-3),
+                    Cell::Text("-3".into()),
+                ],
+                vec![
+                    Cell::Text("@cmd".into()),
+                    Cell::Decimal("-2.50".into()),
+                    Cell::Text("-2+3".into()),
+                ],
+            ],
+        };
+        let f = Frame::new(rs, &BTreeSet::new());
+        assert_eq!(
+            f.csv(&f.colnames),
+            "'=h,n,t\n\"'=HYPERLINK(\"\"http://x\"\")\",-3,-3\n'@cmd,-2.50,'-2+3\n"
+        );
+    }
 
     #[test]
     fn floats_print_like_python() {
