@@ -14,3 +14,7 @@ mod imports;
 mod sqlcheck;
 #[path = "security/web.rs"]
 mod web;
+#[path = "security/matrix.rs"]
+mod matrix;
+#[path = "security/schemathesis.rs"]
+mod schemathesis;

@@ -109,8 +109,15 @@ both_backends! {
             .await;
         assert_eq!((s, r), (StatusCode::NOT_FOUND, json!({"message": "Not found"})));
 
-        // Another user reads (keys are shared links) but may not change or delete.
+        // Another user who may open the dashboard (here a co-owner: a dashboard without
+        // charts is its owners' alone, as in Superset's access filter) reads (keys are shared
+        // links) but may not change or delete the entry.
         let gus = user_with_roles(&admin, "gus", &["Gamma"]).await;
+        let (_, me) = gus.get("/api/v1/me/").await;
+        let (s, r) = admin
+            .put(&format!("/api/v1/dashboard/{dash}"), json!({"owners": [1, me["result"]["id"]]}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
         let (s, r) = gus.get(&format!("{base}/{new_key}")).await;
         assert_eq!((s, r["value"].clone()), (StatusCode::OK, json!(v2)), "{r}");
         let denied = json!({"message": "You don't have permission to modify the value."});

@@ -327,6 +327,61 @@ impl ChartApi {
         resource::in_reach(&self.state, &CHART, id, &reach, resource::forbidden).await
     }
 
+    /// Superset's `ChartForbiddenError` / `DashboardsForbiddenError` of chart create and
+    /// update: the chart's dataset must be one the user may read (a chart cannot be made on,
+    /// or moved to, data its author cannot see), and every dashboard it is newly linked to must
+    /// be one the user may change (`existing`: the links it already has, which stay).
+    async fn check_reach(
+        &self,
+        user: &CurrentUser,
+        changes: &catalog::Changes,
+        existing: &[i64],
+    ) -> Result<(), ApiError> {
+        if let Some(Value::Int(ds)) = changes.get("datasource_id")
+            && self
+                .state
+                .store
+                .reach(&DATASET, *ds, &catalog::dataset_scope(&user.grants()))
+                .await?
+                == Some(false)
+        {
+            tracing::info!(
+                dataset_id = ds,
+                user_id = user.user.id,
+                "chart on a dataset out of reach refused"
+            );
+            return Err(ApiError::message(
+                StatusCode::FORBIDDEN,
+                "Changing this chart is forbidden",
+            ));
+        }
+        if let Some((_, ids)) = changes.links.iter().find(|(n, _)| *n == "dashboards") {
+            let added: Vec<i64> = ids
+                .iter()
+                .copied()
+                .filter(|i| !existing.contains(i))
+                .collect();
+            if !added.is_empty() {
+                let rels: Vec<&str> = ["owners", "created_by"]
+                    .into_iter()
+                    .filter(|r| catalog::DASHBOARD.field(r).is_some())
+                    .collect();
+                let dashboards = self
+                    .state
+                    .store
+                    .load(&catalog::DASHBOARD, &added, &rels)
+                    .await?;
+                if dashboards.iter().any(|d| !resource::can_change(user, d)) {
+                    return Err(ApiError::message(
+                        StatusCode::FORBIDDEN,
+                        "Changing one or more of these dashboards is forbidden",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Validates the datasource and fills the fields derived from it.
     async fn with_datasource(&self, changes: &mut catalog::Changes) -> Result<(), ApiError> {
         if let Some(Value::Text(t)) = changes.get("datasource_type")
@@ -460,8 +515,8 @@ impl ChartApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
 
     /// Distinct values of a column.
@@ -501,6 +556,7 @@ impl ChartApi {
         let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
         resource::check_links(&self.state, &SPEC, &changes).await?;
         self.with_datasource(&mut changes).await?;
+        self.check_reach(&user, &changes, &[]).await?;
         // The creator always owns what they create.
         resource::with_creator(&mut changes, user.user.id);
         changes.set(
@@ -531,8 +587,19 @@ impl ChartApi {
         let id = self.resolve(&pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        resource::keep_owner(&mut changes, &user);
         resource::check_links(&self.state, &SPEC, &changes).await?;
         self.with_datasource(&mut changes).await?;
+        let linked: Vec<i64> = self
+            .state
+            .store
+            .load_one(&CHART, id, &["dashboards"])
+            .await?
+            .related("dashboards")
+            .iter()
+            .map(|d| d.id)
+            .collect();
+        self.check_reach(&user, &changes, &linked).await?;
         changes.set(
             "last_saved_at",
             Value::Timestamp(chrono::Utc::now().naive_utc()),

@@ -229,14 +229,10 @@ impl DashboardApi {
                 .await?
                 .ok_or_else(ApiError::not_found)?,
         };
-        let no_charts = Pred::sql(
-            "NOT EXISTS (SELECT 1 FROM dashboard_slices ds WHERE ds.dashboard_id = t.id)",
-            vec![],
-        );
-        let scope = Pred::Or(vec![
-            catalog::dashboard_scope(&user.grants(), user.is_admin()),
-            no_charts,
-        ]);
+        // Superset's `get_by_id_or_slug` applies the list's access filter: a dashboard without
+        // charts (or a draft) is its owners' (and admins') until it is published with data the
+        // caller can read.
+        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
         resource::in_reach(&self.state, &DASHBOARD, id, &scope, forbidden).await
     }
 
@@ -406,8 +402,8 @@ impl DashboardApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
 
     /// Distinct values of a column.
@@ -531,6 +527,22 @@ impl DashboardApi {
             .collect();
         ds.sort_unstable();
         ds.dedup();
+        // Only the datasets the caller may read: Superset lists every dataset of the
+        // dashboard's charts, columns and all, to anyone who may open the dashboard; charts
+        // on the others fail their data request anyway, so nothing the app needs is lost.
+        let scope = catalog::dataset_scope(&user.grants());
+        let mut reachable = Vec::with_capacity(ds.len());
+        for d in ds {
+            if self
+                .state
+                .store
+                .matches(&catalog::DATASET, d, &scope)
+                .await?
+            {
+                reachable.push(d);
+            }
+        }
+        let ds = reachable;
         let mut result = Vec::new();
         for d in ds {
             if let Ok(data) = super::dataset::dataset_data(&self.state, d).await {
@@ -569,6 +581,7 @@ impl DashboardApi {
         let id = self.resolve(&key.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        resource::keep_owner(&mut changes, &user);
         self.validate(&mut changes, Some(id)).await?;
         self.state
             .store

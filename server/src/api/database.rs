@@ -387,10 +387,135 @@ impl DatabaseApi {
     }
 
     async fn pk_spec(&self, auth: &Auth, pk: i64, perm: &str) -> Result<ConnectionSpec, ApiError> {
+        Ok(self.pk_reach(auth, pk, perm).await?.0)
+    }
+
+    /// [`Self::pk_spec`] with what of the database's tables the caller may see.
+    async fn pk_reach(
+        &self,
+        auth: &Auth,
+        pk: i64,
+        perm: &str,
+    ) -> Result<(ConnectionSpec, TableReach), ApiError> {
         let user = resource::authorized(&self.state, auth, perm, SPEC.view_menu).await?;
         self.resolve(pk, &user).await?;
-        connection_spec(&self.state, pk).await
+        let spec = connection_spec(&self.state, pk).await?;
+        let reach = TableReach::of(&self.state, &user, pk, spec.uri.engine).await?;
+        Ok((spec, reach))
     }
+}
+
+/// What of one database's schemas and tables a user may see: Superset's
+/// `get_schemas_accessible_by_user`, `get_datasources_accessible_by_user` and
+/// `raise_for_access(database, table)`. Reaching a database through one dataset (which
+/// lists the database) does not open its other tables: only `all_*_access`,
+/// `database_access`, `schema_access` on the schema, or a physical dataset on the table
+/// (granted or owned) does.
+pub struct TableReach {
+    whole: bool,
+    schemas: Vec<String>,
+    /// `(schema, table)` of the reachable physical datasets, schema as stored (may be empty).
+    tables: Vec<(String, String)>,
+    default_schema: &'static str,
+}
+
+impl TableReach {
+    pub async fn of(
+        state: &AppState,
+        user: &CurrentUser,
+        db: i64,
+        engine: crate::uri::Engine,
+    ) -> Result<Self, ApiError> {
+        let default_schema = match engine {
+            crate::uri::Engine::Postgres => "public",
+            crate::uri::Engine::Sqlite => "main",
+        };
+        let g = user.grants();
+        if g.all || g.database_ids.contains(&db) {
+            return Ok(TableReach {
+                whole: true,
+                schemas: vec![],
+                tables: vec![],
+                default_schema,
+            });
+        }
+        let name = state
+            .store
+            .load(&DATABASE, &[db], &[])
+            .await?
+            .pop()
+            .map(|r| r.text("database_name"))
+            .unwrap_or_default();
+        let prefix = format!("[{name}].[");
+        let schemas = g
+            .schema_perms
+            .iter()
+            .filter_map(|p| p.strip_prefix(&prefix)?.strip_suffix(']'))
+            .filter(|s| !s.contains("].["))
+            .map(str::to_owned)
+            .collect();
+        let scope = Pred::And(vec![
+            catalog::dataset_scope(&g),
+            Pred::sql("t.database_id = ?", vec![Value::Int(db)]),
+        ]);
+        let (_, ids) = state.store.list_ids(&DATASET, &scope, None, None).await?;
+        let tables = state
+            .store
+            .load(&DATASET, &ids, &[])
+            .await?
+            .iter()
+            .filter(|d| d.text("sql").trim().is_empty())
+            .map(|d| (d.text("schema"), d.text("table_name")))
+            .collect();
+        Ok(TableReach {
+            whole: false,
+            schemas,
+            tables,
+            default_schema,
+        })
+    }
+
+    fn same_schema(&self, stored: &str, asked: Option<&str>) -> bool {
+        let stored = if stored.is_empty() {
+            self.default_schema
+        } else {
+            stored
+        };
+        stored
+            == asked
+                .filter(|s| !s.is_empty())
+                .unwrap_or(self.default_schema)
+    }
+
+    /// Whether the schema may be listed: granted whole, or holding a reachable table.
+    pub fn schema(&self, schema: &str) -> bool {
+        self.whole
+            || self.schemas.iter().any(|s| s == schema)
+            || self
+                .tables
+                .iter()
+                .any(|(s, _)| self.same_schema(s, Some(schema)))
+    }
+
+    /// Whether the table may be seen (`schema` `None` is the database's default schema).
+    pub fn table(&self, schema: Option<&str>, table: &str) -> bool {
+        self.whole
+            || self.schemas.iter().any(|s| self.same_schema(s, schema))
+            || self
+                .tables
+                .iter()
+                .any(|(s, t)| t == table && self.same_schema(s, schema))
+    }
+}
+
+/// Superset's answer for a table out of reach: the same 404 as a missing one, naming nothing.
+fn table_hidden() -> ApiError {
+    ApiError::sip40(
+        StatusCode::NOT_FOUND,
+        "TABLE_NOT_FOUND_ERROR",
+        "No such table",
+        json!({}),
+    )
 }
 
 fn q_value(q: Option<&str>) -> Result<Json_, ApiError> {
@@ -456,8 +581,8 @@ impl DatabaseApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
 
     /// Distinct values of a column.
@@ -638,13 +763,14 @@ impl DatabaseApi {
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
         q_value(q.0.as_deref())?;
-        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
-        let schemas = self
+        let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
+        let mut schemas = self
             .state
             .engines
             .schemas(&spec)
             .await
             .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
+        schemas.retain(|s| reach.schema(s));
         Ok(Json(json!({"result": schemas})))
     }
 
@@ -686,7 +812,7 @@ impl DatabaseApi {
                 "Not a valid rison schema 'schema_name' is a required property",
             ));
         };
-        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
         let tables = self
             .state
             .engines
@@ -695,6 +821,7 @@ impl DatabaseApi {
             .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
         let result: Vec<Json_> = tables
             .iter()
+            .filter(|t| reach.table(Some(schema), &t.name))
             .map(|t| json!({"value": t.name, "type": t.kind.as_str(), "extra": Json_::Null}))
             .collect();
         Ok(Json(json!({"count": result.len(), "result": result})))
@@ -743,7 +870,10 @@ impl DatabaseApi {
                 json!({"name": ["Missing data for required field."]}),
             ));
         };
-        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
+        if !reach.table(schema.0.as_deref(), &table) {
+            return Err(table_hidden());
+        }
         let meta = self
             .state
             .engines
@@ -816,8 +946,11 @@ impl DatabaseApi {
         table: Path<String>,
         schema: Path<String>,
     ) -> Result<JsonValue, ApiError> {
-        let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
+        let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
         let schema = Some(schema.0).filter(|s| !s.is_empty());
+        if !reach.table(schema.as_deref(), &table.0) {
+            return Err(ApiError::not_found());
+        }
         self.state
             .engines
             .table_metadata(&spec, schema.as_deref(), &table.0)

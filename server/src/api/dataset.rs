@@ -902,8 +902,8 @@ impl DatasetApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
 
     /// Distinct values of a column.
@@ -963,6 +963,7 @@ impl DatasetApi {
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        resource::keep_owner(&mut changes, &user);
         resource::check_links(&self.state, &SPEC, &changes).await?;
         if let Some(Value::Int(db)) = changes.get("database").cloned()
             && !self
@@ -975,6 +976,17 @@ impl DatasetApi {
                 StatusCode::UNPROCESSABLE_ENTITY,
                 json!({"database": ["Database does not exist"]}),
             ));
+        }
+        // Superset's `DatabaseChangeValidationError`: a dataset stays on its database, or an
+        // owner could carry it (and, as its owner, its data access) to any connection.
+        if let Some(Value::Int(db)) = changes.get("database").cloned() {
+            let current = self.state.store.load_one(&DATASET, id, &[]).await?;
+            if current.get::<i64>("database_id") != Some(db) {
+                return Err(ApiError::fields(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    json!({"database": ["Database not allowed to change"]}),
+                ));
+            }
         }
         changes.values.retain(|(n, _)| *n != "uuid");
         let new_sql = match changes.get("sql") {

@@ -21,7 +21,7 @@ use super::listquery::{
 use crate::app::AppState;
 use crate::auth::CurrentUser;
 use crate::store::Value;
-use crate::store::catalog::{Changes, USER_REF};
+use crate::store::catalog::{self, Changes, USER_REF};
 use crate::store::model::{Field, Kind, Model, Op, Order, Page, Pred, Record};
 
 /// A JSON object response.
@@ -683,7 +683,7 @@ pub async fn info(
             if matches!(f.ty, BodyType::Ids(_)) && spec.related.contains(&f.key) {
                 let p = pages.get(f.key).copied().unwrap_or_default();
                 let (count, values) =
-                    related_values(state, spec, f.key, "", &[], p.page, p.page_size).await?;
+                    related_values(state, user, spec, f.key, "", &[], p.page, p.page_size).await?;
                 c["count"] = json!(count);
                 c["values"] = json!(
                     values
@@ -705,8 +705,25 @@ pub async fn info(
     Ok(Json(Json_::Object(out)))
 }
 
+/// The records of `target` within the user's reach: Superset's base filters of the catalog
+/// objects (`DatabaseFilter`, `DatasourceFilter`, `ChartFilter`, `DashboardAccessFilter`),
+/// which its `base_related_field_filters` also apply to `related/<col>` and `_info`, so a
+/// relation never names an object its list would hide. Other models are not scoped here.
+pub fn reach_scope(user: &CurrentUser, target: &Model) -> Pred {
+    let g = user.grants();
+    match target.table {
+        "dbs" => catalog::database_scope(&g),
+        "tables" => catalog::dataset_scope(&g),
+        "slices" => catalog::chart_scope(&g),
+        "dashboards" => catalog::dashboard_scope(&g, user.is_admin()),
+        _ => Pred::all(),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 async fn related_values(
     state: &AppState,
+    user: &CurrentUser,
     spec: &Spec,
     col: &str,
     filter: &str,
@@ -750,16 +767,18 @@ async fn related_values(
     .into_iter()
     .find(|f| target.field(f).is_some())
     .ok_or_else(ApiError::not_found)?;
-    let pred = if filter.is_empty() {
-        Pred::all()
-    } else {
-        Pred::field(
-            target,
-            label_field,
-            Op::Contains,
-            Value::Text(filter.into()),
-        )?
-    };
+    let mut pred = reach_scope(user, target);
+    if !filter.is_empty() {
+        pred = Pred::And(vec![
+            pred,
+            Pred::field(
+                target,
+                label_field,
+                Op::Contains,
+                Value::Text(filter.into()),
+            )?,
+        ]);
+    }
     let (count, ids) = state
         .store
         .list_ids(
@@ -787,6 +806,7 @@ pub async fn related(
     spec: &Spec,
     col: &str,
     q: Option<&str>,
+    user: &CurrentUser,
 ) -> Result<JsonValue, ApiError> {
     if !spec.related.contains(&col) {
         return Err(ApiError::not_found());
@@ -807,7 +827,7 @@ pub async fn related(
         ));
     }
     let (count, result) =
-        related_values(state, spec, col, filter, &include, page, page_size).await?;
+        related_values(state, user, spec, col, filter, &include, page, page_size).await?;
     Ok(Json(json!({"count": count, "result": result})))
 }
 
@@ -992,6 +1012,19 @@ pub async fn may(state: &AppState, auth: &Auth, perm: &str, view: &str) -> Resul
         Ok(()) => Ok(true),
         Err(crate::auth::Error::Forbidden) => Ok(false),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Superset's `populate_owner_list` on update: a non-admin who sets `owners` stays among
+/// them, so nobody but an admin can give an object away (or orphan it) by mistake.
+pub fn keep_owner(changes: &mut Changes, user: &CurrentUser) {
+    if user.is_admin() {
+        return;
+    }
+    if let Some((_, ids)) = changes.links.iter_mut().find(|(n, _)| *n == "owners")
+        && !ids.contains(&user.user.id)
+    {
+        ids.push(user.user.id);
     }
 }
 

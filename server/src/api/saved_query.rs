@@ -270,8 +270,8 @@ impl SavedQueryApi {
         col: Path<String>,
         q: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref()).await
+        let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
+        resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
 
     /// Distinct values of a column (`schema`, `catalog`).
