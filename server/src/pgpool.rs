@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use bb8::ManageConnection;
@@ -29,6 +30,8 @@ const MAX_CACHED_STATEMENTS: usize = 256;
 pub struct PgClient {
     client: Client,
     statements: Mutex<HashMap<String, Statement>>,
+    /// Set by [`PgClient::discard`]: the pool closes this connection instead of reusing it.
+    discarded: AtomicBool,
 }
 
 impl Deref for PgClient {
@@ -46,6 +49,14 @@ impl DerefMut for PgClient {
 }
 
 impl PgClient {
+    /// Marks the connection to be closed when it returns to the pool. Its read buffer keeps
+    /// the capacity of the largest message it ever received (tokio-postgres reads a row
+    /// whole), so after a result past its byte budget the connection itself must go, or a
+    /// single huge row would stay resident for the pool's lifetime.
+    pub fn discard(&self) {
+        self.discarded.store(true, Ordering::Relaxed);
+    }
+
     /// `sql` prepared on this connection, reusing an earlier prepare of the same text.
     pub async fn prepare_cached(&self, sql: &str) -> Result<Statement, tokio_postgres::Error> {
         let cached = self
@@ -89,6 +100,7 @@ impl ManageConnection for PgManager {
         Ok(PgClient {
             client: self.0.connect().await?,
             statements: Mutex::default(),
+            discarded: AtomicBool::new(false),
         })
     }
 
@@ -102,6 +114,6 @@ impl ManageConnection for PgManager {
     }
 
     fn has_broken(&self, conn: &mut PgClient) -> bool {
-        conn.client.is_closed()
+        conn.client.is_closed() || conn.discarded.load(Ordering::Relaxed)
     }
 }

@@ -10,11 +10,11 @@
 mod engines;
 #[path = "security/imports.rs"]
 mod imports;
-#[path = "security/sqlcheck.rs"]
-mod sqlcheck;
-#[path = "security/web.rs"]
-mod web;
 #[path = "security/matrix.rs"]
 mod matrix;
 #[path = "security/schemathesis.rs"]
 mod schemathesis;
+#[path = "security/sqlcheck.rs"]
+mod sqlcheck;
+#[path = "security/web.rs"]
+mod web;

@@ -723,8 +723,15 @@ impl DatasetApi {
                 json!({"database": ["Database does not exist"]}),
             ));
         }
-        // Superset's `can_access_database`, as an import asks it (`assets::ImportAccess`).
-        if !user.grants().database(db) {
+        let sql = match changes.get("sql") {
+            Some(Value::Text(s)) if !s.trim().is_empty() => Some(s.clone()),
+            _ => None,
+        };
+        // What the dataset reads must be readable by its creator (Superset lets an owner read
+        // their dataset's data, so creating one must not widen access). A physical dataset
+        // needs the database (`can_access_database`, as an import asks it); a virtual one is
+        // judged by the tables its SQL reads, below, as SQL Lab judges it.
+        if sql.is_none() && !user.grants().database(db) {
             return Err(resource::forbidden());
         }
         resource::check_links(&self.state, &SPEC, &changes).await?;
@@ -750,10 +757,6 @@ impl DatasetApi {
                 json!({"table_name": [format!("Dataset {} already exists", match &schema { Some(s) => format!("{s}.{table}"), None => table.clone() })]}),
             ));
         }
-        let sql = match changes.get("sql") {
-            Some(Value::Text(s)) => Some(s.clone()),
-            _ => None,
-        };
         if let Some(sql) = &sql {
             self.check_sql_access(user, db, sql).await?;
         }

@@ -1168,9 +1168,7 @@ impl SqlLabApi {
         }
         let mut result = Vec::new();
         for s in &statements {
-            if let Some(word) =
-                crate::query::sqllab::session_statement(d, &s.sql, Some(s.is_mutating))
-            {
+            if let Some(word) = crate::query::sqllab::session_statement(d, &s.sql) {
                 return Err(sqllab_error(SqlLabError::SessionStatement(word)));
             }
             if sqlcheck::leading_keyword(d, &s.sql) == "EXPLAIN" {

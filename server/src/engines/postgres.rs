@@ -581,8 +581,11 @@ pub(crate) async fn execute(
     let out = run_statement(&mut flight, pool, sql, opts).await;
     if let Err(EngineError::ResultTooLarge { .. }) = &out {
         // The statement may still be producing rows: `flight` is dropped holding the
-        // connection, which cancels the statement in PostgreSQL and resets the session before
-        // the connection returns to the pool.
+        // connection, which cancels the statement in PostgreSQL; the connection is then
+        // closed rather than pooled, freeing the buffer that held the oversized row.
+        if let Some(conn) = flight.conn.as_ref() {
+            conn.discard();
+        }
         return out;
     }
     if let Some(conn) = flight.conn.as_ref()

@@ -248,8 +248,6 @@ both_backends! {
     /// Imports over someone else's objects, the administrator's bundles uploaded with
     /// `overwrite` by Gamma, Alpha and sql_lab users, must be refused and change nothing
     /// (Superset: "A chart already exists and user doesn't have permissions to overwrite it").
-    /// Import authorization is another branch's fix; un-ignore once it is merged.
-    #[ignore = "import authorization is fixed on its own branch; run after merging it"]
     async fn isolation_matrix_imports(meta: Metadata) {
         matrix(meta, true).await;
     }

@@ -275,8 +275,6 @@ async fn table_access_resolves_names_as_postgresql_does() {
 /// is created or its SQL changed (Superset's `DatasetDataAccessIsNotAllowed`, 422 on `sql`),
 /// and nothing is stored.
 #[tokio::test]
-#[ignore = "two merged rules disagree: POST /dataset/ now needs access to the whole database \
-            (403) before this SQL check (422) is reached; settle which answers, then un-ignore"]
 async fn virtual_dataset_sql_is_checked_like_sql_lab() {
     let w = world().await;
     let before = dataset_count(&w.admin).await;
