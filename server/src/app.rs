@@ -35,6 +35,9 @@ pub struct AppState {
     pub renders: crate::render::RenderCache,
     /// Superset's web app, when installed.
     pub frontend: crate::frontend::Frontend,
+    /// Bytes of request bodies held in memory for callers without valid credentials
+    /// (`http.max_unauthenticated_buffered_bytes`, one permit a byte).
+    pub unauthenticated_bodies: tokio::sync::Semaphore,
 }
 
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
@@ -105,7 +108,11 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     // Renders are small next to the rows they draw: a quarter of the results cache's budget.
     let renders = crate::render::RenderCache::new(config.query.cache_max_mb * 1024 * 1024 / 4);
     let frontend = crate::frontend::Frontend::new(config.frontend_dir());
+    let unauthenticated_bodies = tokio::sync::Semaphore::new(
+        usize::try_from(config.http.max_unauthenticated_buffered_bytes).unwrap_or(usize::MAX),
+    );
     Ok(Arc::new(AppState {
+        unauthenticated_bodies,
         plugins,
         renders,
         frontend,
@@ -223,10 +230,9 @@ pub async fn serve(config: Config) -> Result<(), StartError> {
     // Tests and supervisors wait for this exact line.
     println!("READY http://{local}");
 
+    let header_timeout = Duration::from_secs(state.config.http.read_timeout_secs);
     let app = crate::api::routes(state);
-    poem::Server::new_with_acceptor(acceptor)
-        .run_with_graceful_shutdown(app, shutdown_signal(), Some(grace))
-        .await?;
+    crate::net::serve(acceptor, app, shutdown_signal(), grace, header_timeout).await?;
     tracing::info!(message = "Shut down cleanly.");
     Ok(())
 }

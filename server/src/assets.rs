@@ -709,6 +709,8 @@ pub trait ImportAccess: Send + Sync {
     fn may_change(&self, kind: Kind, rec: &Record) -> bool;
     /// Whether the user's data-access grants reach this database.
     fn may_access_database(&self, id: i64) -> bool;
+    /// The datasets the user's data-access grants reach (a chart may only be put on one).
+    fn dataset_scope(&self) -> Pred;
 }
 
 /// Every right (Superset's `ignore_permissions=True`): the examples the server writes
@@ -724,6 +726,9 @@ impl ImportAccess for FullAccess {
     }
     fn may_access_database(&self, _: i64) -> bool {
         true
+    }
+    fn dataset_scope(&self) -> Pred {
+        Pred::all()
     }
 }
 
@@ -984,6 +989,19 @@ impl<'a> Importer<'a> {
                     .map(str::to_owned)
             })
             .filter(|p| p != PASSWORD_MASK);
+        if let (Some(id), Some(PASSWORD_MASK), None) = (existing, uri.password.as_deref(), &given) {
+            // The mask of an existing database keeps its stored password, for the same
+            // account only (see `ConnectionUri::unmask`).
+            let stored = self.load_one(&DATABASE, id).await?.text("sqlalchemy_uri");
+            let same = ConnectionUri::parse(&stored).is_ok_and(|s| uri.same_account(&s));
+            if !same {
+                self.problems.insert(
+                    file.to_owned(),
+                    json!({"sqlalchemy_uri": [crate::uri::UriError::MaskForOtherAccount.to_string()]}),
+                );
+                return Ok(());
+            }
+        }
         let password = match (uri.password.as_deref(), given) {
             (_, Some(p)) => Some(Some(p)),
             // The mask of an existing database keeps its stored password.
@@ -1307,6 +1325,20 @@ impl<'a> Importer<'a> {
             );
             return Ok(());
         };
+        // As `POST /chart/` asks: a chart only on a dataset the importer may read. A dataset
+        // this import creates is not in the store yet (`None`); its database was checked.
+        let scope = self.access.dataset_scope();
+        let reach = match self.tx {
+            Some(tx) => model::reach_in(tx, &DATASET, ds, &scope).await?,
+            None => self.store.reach(&DATASET, ds, &scope).await?,
+        };
+        if ds > 0 && reach == Some(false) {
+            self.problems.insert(
+                file.to_owned(),
+                json!({"dataset_uuid": ["The chart's dataset is not accessible to you"]}),
+            );
+            return Ok(());
+        }
         if let Some(qc) = doc.get("query_context").and_then(Json::as_str)
             && !qc.trim().is_empty()
             && serde_json::from_str::<Json>(qc).is_err()

@@ -463,6 +463,16 @@ impl Default for AuthConfig {
 pub struct HttpConfig {
     /// Largest request body accepted; larger ones get a 400 without being read further.
     pub max_body_bytes: u64,
+    /// Largest body of a request without valid credentials (a login form, a login JSON):
+    /// bigger ones get a 413 before anything is read, so nobody spends the server's memory
+    /// before signing in.
+    pub max_unauthenticated_body_bytes: u64,
+    /// Bytes all requests without valid credentials may hold in memory at once; past it they
+    /// get a 503 with `Retry-After` until others finish.
+    pub max_unauthenticated_buffered_bytes: u64,
+    /// Seconds a client gets to send a request's headers (slow-loris), and to send its whole
+    /// body: a request past either is closed (headers) or answered 408 (body).
+    pub read_timeout_secs: u64,
     /// Seconds in-flight requests get to finish after SIGINT/SIGTERM.
     pub shutdown_grace_secs: u64,
 }
@@ -471,6 +481,9 @@ impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             max_body_bytes: 8 * 1024 * 1024,
+            max_unauthenticated_body_bytes: 16 * 1024,
+            max_unauthenticated_buffered_bytes: 16 * 1024 * 1024,
+            read_timeout_secs: 30,
             shutdown_grace_secs: 30,
         }
     }
@@ -711,6 +724,21 @@ impl Config {
         }
         if self.http.max_body_bytes < 1024 {
             problems.push("http.max_body_bytes: must be at least 1024".into());
+        }
+        if self.http.max_unauthenticated_body_bytes < 1024 {
+            problems.push("http.max_unauthenticated_body_bytes: must be at least 1024".into());
+        }
+        if self.http.max_unauthenticated_buffered_bytes < self.http.max_unauthenticated_body_bytes
+            || self.http.max_unauthenticated_buffered_bytes > u64::from(u32::MAX)
+        {
+            problems.push(
+                "http.max_unauthenticated_buffered_bytes: must be at least \
+                 http.max_unauthenticated_body_bytes and below 4 GiB"
+                    .into(),
+            );
+        }
+        if self.http.read_timeout_secs == 0 {
+            problems.push("http.read_timeout_secs: must be at least 1".into());
         }
         let q = &self.query;
         for (name, v) in [

@@ -6,6 +6,10 @@
 //! peer address; a handler that runs long work races it against [`Connections::gone`], which
 //! resolves when the peer's end is closed (the socket turns readable with nothing to read).
 //! Dropping the work then cancels its queries inside the database.
+//!
+//! [`serve`] runs the HTTP server over it: poem's own server configures no header-read
+//! timeout, so a client could hold a connection forever by trickling a request's headers
+//! (slow-loris). hyper's timer-based `header_read_timeout` closes such connections.
 
 use std::collections::HashMap;
 use std::io;
@@ -179,4 +183,72 @@ impl AsyncWrite for WatchedStream {
     fn poll_shutdown(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(socket2::SockRef::from(&*self.stream).shutdown(std::net::Shutdown::Write))
     }
+}
+
+/// Serves `app` on `acceptor` until `shutdown` resolves, then lets open connections finish for
+/// up to `grace`. Each HTTP/1 connection must deliver every request's headers within
+/// `header_timeout` of starting to wait for them (an idle keep-alive connection is closed
+/// after the same time).
+pub async fn serve<E>(
+    mut acceptor: WatchedAcceptor,
+    app: E,
+    shutdown: impl std::future::Future<Output = ()>,
+    grace: std::time::Duration,
+    header_timeout: std::time::Duration,
+) -> io::Result<()>
+where
+    E: poem::Endpoint + 'static,
+{
+    use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+    type Body = http_body_util::combinators::BoxBody<bytes::Bytes, io::Error>;
+    let app = Arc::new(poem::EndpointExt::map_to_response(app));
+    let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let accepted = tokio::select! {
+            () = &mut shutdown => break,
+            a = acceptor.accept() => a,
+        };
+        let (io, local, remote, scheme) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                // Out of file descriptors and the like: back off instead of spinning.
+                tracing::warn!(message = "Accept failed.", error = %e);
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let app = app.clone();
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let app = app.clone();
+                let req = poem::Request::from((req, local.clone(), remote.clone(), scheme.clone()));
+                async move {
+                    let resp = poem::Endpoint::get_response(&*app, req).await;
+                    Ok::<_, std::convert::Infallible>(hyper::Response::<Body>::from(resp))
+                }
+            });
+        let conn = builder
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .into_owned();
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(message = "Connection ended with an error.", error = %e);
+            }
+        });
+    }
+    drop(acceptor);
+    if tokio::time::timeout(grace, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!(message = "Shutdown grace period over with connections still open.");
+    }
+    Ok(())
 }

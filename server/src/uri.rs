@@ -32,6 +32,13 @@ impl Engine {
 /// Why a URI was refused; texts are meant for the 422 `message`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum UriError {
+    /// The password mask came back with a different host, port or user: the stored password
+    /// belongs to the old account and is not sent anywhere else.
+    #[error(
+        "The host, port or user changed: enter the password again (the stored one is only \
+         kept for the same host, port and user)."
+    )]
+    MaskForOtherAccount,
     /// Not a URL at all.
     #[error("Invalid connection string: could not parse the SQLAlchemy URI")]
     Malformed,
@@ -144,6 +151,40 @@ impl ConnectionUri {
                 .collect(),
             scheme: scheme_lc,
         })
+    }
+
+    /// Whether `self` (a URI sent back with the password mask) reaches the same account as
+    /// `stored`: same engine, host, port and user. Only then may the stored password stand in
+    /// for the mask; otherwise it would be sent to whatever server the new URI names.
+    pub fn same_account(&self, stored: &ConnectionUri) -> bool {
+        let host = |u: &ConnectionUri| {
+            u.host
+                .as_deref()
+                .unwrap_or("localhost")
+                .trim_end_matches('.')
+                .to_ascii_lowercase()
+        };
+        let port = |u: &ConnectionUri| match u.engine {
+            Engine::Postgres => Some(u.port.unwrap_or(5432)),
+            Engine::Sqlite => u.port,
+        };
+        self.engine == stored.engine
+            && host(self) == host(stored)
+            && port(self) == port(stored)
+            && self.username == stored.username
+    }
+
+    /// A URI sent back with the password mask takes `stored`'s password, if it names the same
+    /// account ([`ConnectionUri::same_account`]); any other password is left as given.
+    pub fn unmask(&mut self, stored: &ConnectionUri) -> Result<(), UriError> {
+        if self.password.as_deref() != Some(PASSWORD_MASK) {
+            return Ok(());
+        }
+        if !self.same_account(stored) {
+            return Err(UriError::MaskForOtherAccount);
+        }
+        self.password.clone_from(&stored.password);
+        Ok(())
     }
 
     /// The URI as Superset shows it: the password replaced by `XXXXXXXXXX`.

@@ -8,6 +8,8 @@
 // A test crate root resolves `mod x;` beside itself (tests/tests/x.rs), hence the paths.
 #[path = "security/engines.rs"]
 mod engines;
+#[path = "security/exposure.rs"]
+mod exposure;
 #[path = "security/imports.rs"]
 mod imports;
 #[path = "security/matrix.rs"]

@@ -18,7 +18,7 @@ use crate::app::AppState;
 use crate::assets::{self, ImportAccess, ImportOptions, Kind};
 use crate::auth::CurrentUser;
 use crate::store::catalog::Grants;
-use crate::store::model::Record;
+use crate::store::model::{Pred, Record};
 
 /// A bundle download.
 #[derive(ApiResponse)]
@@ -150,6 +150,10 @@ impl ImportAccess for UserAccess {
 
     fn may_access_database(&self, id: i64) -> bool {
         self.grants.database(id)
+    }
+
+    fn dataset_scope(&self) -> Pred {
+        crate::store::catalog::dataset_scope(&self.grants)
     }
 }
 

@@ -325,7 +325,7 @@ impl DatabaseApi {
                 match id {
                     Some(id) => {
                         let stored = connection_spec(&self.state, id).await?;
-                        uri.password = stored.uri.password;
+                        uri.unmask(&stored.uri).map_err(|e| uri_error(&e))?;
                     }
                     None => uri.password = None,
                 }
@@ -736,14 +736,17 @@ impl DatabaseApi {
                 .get("database_name")
                 .and_then(Json_::as_str)
                 .unwrap_or("");
-            uri.password = None;
-            if let Some(id) = self
+            match self
                 .state
                 .store
                 .find_id(&DATABASE, "database_name", Value::Text(name.into()))
                 .await?
             {
-                uri.password = connection_spec(&self.state, id).await?.uri.password;
+                Some(id) => {
+                    let stored = connection_spec(&self.state, id).await?;
+                    uri.unmask(&stored.uri).map_err(|e| uri_error(&e))?;
+                }
+                None => uri.password = None,
             }
         }
         self.test(&uri, StatusCode::BAD_REQUEST).await?;
@@ -840,14 +843,19 @@ impl DatabaseApi {
         auth: Auth,
         pk: Path<i64>,
         name: Query<Option<String>>,
+        schema: Query<Option<String>>,
     ) -> Result<JsonValue, ApiError> {
-        if name.0.is_none_or(|n| n.is_empty()) {
+        let Some(table) = name.0.filter(|n| !n.is_empty()) else {
             return Err(ApiError::fields(
                 StatusCode::BAD_REQUEST,
                 json!({"name": ["Missing data for required field."]}),
             ));
+        };
+        // Superset answers a table out of reach as a missing one (`TableNotFoundException`).
+        let (_, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
+        if !reach.table(schema.0.as_deref(), &table) {
+            return Err(table_hidden());
         }
-        self.pk_spec(&auth, pk.0, "can_read").await?;
         Ok(Json(json!({})))
     }
 

@@ -58,6 +58,7 @@ pub async fn authenticate(
 
 /// The caller: a session-cookie or Bearer-token user, anonymous, or rejected credentials.
 /// Authentication only; each handler authorizes through `AuthService::authorize`.
+#[derive(Clone)]
 pub struct Auth {
     /// Who is calling.
     pub principal: Principal,
@@ -109,10 +110,21 @@ impl<'a> ApiExtractor<'a> for Auth {
         _body: &mut RequestBody,
         _param_opts: ExtractParamOptions<Self::ParamType>,
     ) -> poem::Result<Self> {
+        // Established already when the request has a body (`middleware::limit_body`).
+        if let Some(auth) = req.data::<Auth>() {
+            return Ok(auth.clone());
+        }
         let state = state(req)?;
-        let session = session(req, &state);
-        let principal = authenticate(req, &state, session.as_ref()).await;
-        Ok(Auth { principal, session })
+        Ok(Auth::of(req, &state).await)
+    }
+}
+
+impl Auth {
+    /// Authenticates the request's credentials.
+    pub async fn of(req: &Request, state: &AppState) -> Auth {
+        let session = session(req, state);
+        let principal = authenticate(req, state, session.as_ref()).await;
+        Auth { principal, session }
     }
 }
 
@@ -176,6 +188,36 @@ pub async fn drain(body: poem::Body) {
     let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
 }
 
+/// The answer to a body that did not arrive by its deadline (`http.read_timeout_secs`).
+pub fn too_slow() -> ApiError {
+    ApiError::message(
+        StatusCode::REQUEST_TIMEOUT,
+        "The request body was not received in time",
+    )
+}
+
+/// A body that could not be read: too slow (408) or broken off (400).
+fn read_error(e: std::io::Error) -> ApiError {
+    if e.kind() == std::io::ErrorKind::TimedOut {
+        too_slow()
+    } else {
+        ApiError::bad_request(format!("Cannot read the request body: {e}"))
+    }
+}
+
+/// Reads at most `limit` bytes of a body without draining the rest: `None` when it is longer
+/// (the caller answers and closes the connection).
+pub async fn read_capped(body: poem::Body, limit: u64) -> Result<Option<bytes::Bytes>, ApiError> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    body.into_async_read()
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut buf)
+        .await
+        .map_err(read_error)?;
+    Ok((buf.len() as u64 <= limit).then(|| bytes::Bytes::from(buf)))
+}
+
 /// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read.
 pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
     use tokio::io::AsyncReadExt;
@@ -187,7 +229,7 @@ pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, 
         .take(limit.saturating_add(1))
         .read_to_end(&mut buf)
         .await
-        .map_err(|e| ApiError::bad_request(format!("Cannot read the request body: {e}")))?;
+        .map_err(read_error)?;
     if buf.len() as u64 > limit {
         let _ = tokio::io::copy(&mut reader.take(DRAIN_CAP_BYTES), &mut tokio::io::sink()).await;
         return Err(too_large());

@@ -3,9 +3,9 @@
 //! the body-size limit and CSRF protection.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use poem::http::{Method, Uri};
+use poem::http::{Method, StatusCode, Uri, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use tracing::Instrument;
 
@@ -73,34 +73,138 @@ pub async fn strip_trailing_slash<E: Endpoint>(
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
-/// Refuses a declared body larger than the limit before anything reads it. A body without a
-/// declared length (chunked) is read here up to the limit and handed on from memory, so no
-/// extractor (multipart spools uploads to temporary files) can be fed an unbounded one.
+/// Bounds what a request body may cost before a handler sees it.
+///
+/// Who is calling is established here, before any body byte is read (and handed on to the
+/// [`extract::Auth`] extractor, so it is done once). Without valid credentials a body may be
+/// at most `http.max_unauthenticated_body_bytes` (a login form), refused with a 413 unread if
+/// declared larger, and all such bodies together hold at most
+/// `http.max_unauthenticated_buffered_bytes` (503 past it): nobody spends the server's memory
+/// before signing in. With credentials the limit is `http.max_body_bytes` (plugin uploads:
+/// `plugins.max_upload_mb`), a declared larger body refused with a 400 before it is read.
+/// Every body must arrive within `http.read_timeout_secs` (408 after), so a client trickling
+/// bytes cannot hold a handler forever. A body without a declared length (chunked) is read
+/// here up to the limit and handed on from memory, so no extractor (multipart spools uploads
+/// to temporary files) can be fed an unbounded one.
 pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Result<Response> {
     let state = extract::state(&req)?;
-    // Plugin uploads have their own cap: a component is routinely larger than any JSON body.
-    let limit = if req.uri().path().starts_with("/api/v1/plugin") {
-        state.config.plugins.max_upload_mb << 20
-    } else {
-        state.config.http.max_body_bytes
-    };
     let declared = req
         .headers()
         .get(poem::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok());
+    let chunked = declared.is_none() && req.headers().contains_key(header::TRANSFER_ENCODING);
+    if declared.unwrap_or(0) == 0 && !chunked {
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
+    let caller = extract::Auth::of(&req, &state).await;
+    let signed_in = caller.principal.user().is_some();
+    req.extensions_mut().insert(caller);
+    let http = &state.config.http;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(http.read_timeout_secs);
+    if !signed_in {
+        let limit = http.max_unauthenticated_body_bytes;
+        if declared.is_some_and(|n| n > limit) {
+            tracing::info!(
+                message = "Refused an oversized body before authentication.",
+                declared,
+                limit
+            );
+            // Not drained: the connection is closed instead of reading what nobody asked for.
+            return Ok(close(too_large_unauthenticated(limit)));
+        }
+        let want = u32::try_from(declared.unwrap_or(limit)).unwrap_or(u32::MAX);
+        let Ok(_permit) = state.unauthenticated_bodies.try_acquire_many(want) else {
+            tracing::warn!(message = "Too many unauthenticated request bodies in flight.");
+            let mut resp = close(ApiError::message(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "The server is busy, try again shortly",
+            ));
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return Ok(resp);
+        };
+        let read = tokio::time::timeout_at(deadline, extract::read_capped(req.take_body(), limit));
+        let body = match read.await.unwrap_or_else(|_| Err(extract::too_slow())) {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(close(too_large_unauthenticated(limit))),
+            Err(e) => return Ok(close(e)),
+        };
+        req.set_body(body);
+        // The permit is held until the handler is done with the body.
+        return ep.call(req).await.map(IntoResponse::into_response);
+    }
+    // Plugin uploads have their own cap: a component is routinely larger than any JSON body.
+    let limit = if req.uri().path().starts_with("/api/v1/plugin") {
+        state.config.plugins.max_upload_mb << 20
+    } else {
+        http.max_body_bytes
+    };
     if declared.is_some_and(|n| n > limit) {
         tracing::info!(message = "Refused an oversized body.", declared, limit);
-        extract::drain(req.take_body()).await;
+        let _ = tokio::time::timeout_at(deadline, extract::drain(req.take_body())).await;
         return Err(
             ApiError::bad_request(format!("Request payload is larger than {limit} bytes")).into(),
         );
     }
-    if declared.is_none() {
-        let body = extract::read_limited(req.take_body(), limit).await?;
+    if chunked {
+        let body = read_before(req.take_body(), limit, deadline).await?;
+        req.set_body(body);
+    } else {
+        let body = with_deadline(req.take_body(), deadline);
         req.set_body(body);
     }
     ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// An error answer after which the connection is closed (its body was not read).
+fn close(e: ApiError) -> Response {
+    let mut resp = e.into_response();
+    resp.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    resp
+}
+
+fn too_large_unauthenticated(limit: u64) -> ApiError {
+    ApiError::message(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!("Request payload is larger than {limit} bytes: sign in first"),
+    )
+}
+
+/// [`read_limited`] that must finish by `deadline`.
+async fn read_before(
+    body: poem::Body,
+    limit: u64,
+    deadline: tokio::time::Instant,
+) -> Result<bytes::Bytes, ApiError> {
+    tokio::time::timeout_at(deadline, read_limited(body, limit))
+        .await
+        .unwrap_or_else(|_| Err(extract::too_slow()))
+}
+
+/// `body`, failing with a timeout error once `deadline` passes (the extractor reading it then
+/// answers 400 with the reason).
+fn with_deadline(body: poem::Body, deadline: tokio::time::Instant) -> poem::Body {
+    use futures_util::StreamExt;
+    let stream = Box::pin(body.into_bytes_stream());
+    let timed = futures_util::stream::unfold(Some(stream), move |stream| async move {
+        let mut stream = stream?;
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(item)) => Some((item, Some(stream))),
+            Ok(None) => None,
+            Err(_) => Some((
+                Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "the request body was not received in time",
+                )),
+                None,
+            )),
+        }
+    });
+    poem::Body::from_bytes_stream(timed)
 }
 
 /// Endpoints Superset exempts from CSRF: FAB's own security API and the views in

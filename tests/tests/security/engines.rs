@@ -583,7 +583,7 @@ async fn chart_metrics_and_sql_lab_cannot_change_other_users_postgres_sessions()
 }
 
 /// The server's resident memory, in bytes.
-fn rss(pid: u32) -> u64 {
+pub(crate) fn rss(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
     let kb: u64 = status
         .lines()

@@ -35,19 +35,19 @@ fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-fn database_doc(name: &str, uuid: &str, uri: &str) -> Value {
+pub(crate) fn database_doc(name: &str, uuid: &str, uri: &str) -> Value {
     json!({"database_name": name, "sqlalchemy_uri": uri, "uuid": uuid, "version": "1.0.0",
            "expose_in_sqllab": true, "allow_csv_upload": false, "extra": {}})
 }
 
-fn dataset_doc(table: &str, uuid: &str, db_uuid: &str) -> Value {
+pub(crate) fn dataset_doc(table: &str, uuid: &str, db_uuid: &str) -> Value {
     json!({"table_name": table, "uuid": uuid, "database_uuid": db_uuid, "version": "1.0.0",
            "schema": null, "sql": null, "metrics": [],
            "columns": [{"column_name": "username", "type": "TEXT"},
                        {"column_name": "password", "type": "TEXT"}]})
 }
 
-fn chart_doc(name: &str, uuid: &str, ds_uuid: &str) -> Value {
+pub(crate) fn chart_doc(name: &str, uuid: &str, ds_uuid: &str) -> Value {
     json!({"slice_name": name, "uuid": uuid, "dataset_uuid": ds_uuid, "viz_type": "table",
            "version": "1.0.0",
            "params": {"viz_type": "table", "query_mode": "raw",
@@ -60,7 +60,7 @@ fn dashboard_doc(title: &str, uuid: &str) -> Value {
 }
 
 /// A bundle of `type_name` holding `docs` (JSON is YAML) below one root folder.
-fn bundle(type_name: &str, docs: &[(String, Value)]) -> Vec<u8> {
+pub(crate) fn bundle(type_name: &str, docs: &[(String, Value)]) -> Vec<u8> {
     let mut out = zip::ZipWriter::new(Cursor::new(Vec::new()));
     let opts = zip::write::SimpleFileOptions::default();
     let meta = json!({"version": "1.0.0", "type": type_name,
@@ -97,7 +97,12 @@ fn attack(type_name: &str, uri: &str, chart_name: &str) -> Vec<u8> {
     )
 }
 
-async fn upload(api: &Api, path: &str, zip: Vec<u8>, overwrite: bool) -> (StatusCode, Value) {
+pub(crate) async fn upload(
+    api: &Api,
+    path: &str,
+    zip: Vec<u8>,
+    overwrite: bool,
+) -> (StatusCode, Value) {
     let field = if path.starts_with("/api/v1/assets") {
         "bundle"
     } else {

@@ -7,7 +7,7 @@
 //! database allowed) and one PostgreSQL analytics database holding `secret`, `"Open"` (both
 //! ungranted) and `open`, the one table the user `tess` may read (`datasource_access`).
 
-use liteset_tests::{ADMIN_PASSWORD, Api, TestServer, pg};
+use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, pg};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
@@ -33,11 +33,11 @@ async fn analytics() -> (String, tokio_postgres::Client) {
     (url, client)
 }
 
-fn urlencode(s: &str) -> String {
+pub(crate) fn urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-fn error_type(body: &Value) -> &str {
+pub(crate) fn error_type(body: &Value) -> &str {
     body["errors"][0]["error_type"].as_str().unwrap_or("")
 }
 
@@ -49,7 +49,7 @@ async fn run(api: &Api, db: i64, sql: &str) -> (StatusCode, Value) {
     .await
 }
 
-async fn id_of(api: &Api, path: &str, col: &str, value: &str) -> i64 {
+pub(crate) async fn id_of(api: &Api, path: &str, col: &str, value: &str) -> i64 {
     let (_, found) = api
         .get(&format!(
             "{path}?q=(filters:!((col:{col},opr:eq,value:'{value}')))"
@@ -61,7 +61,7 @@ async fn id_of(api: &Api, path: &str, col: &str, value: &str) -> i64 {
         .unwrap_or_else(|| panic!("{path} {value}: {found}"))
 }
 
-async fn permission(admin: &Api, view: &str, perm: &str) -> i64 {
+pub(crate) async fn permission(admin: &Api, view: &str, perm: &str) -> i64 {
     let q = format!(
         "(filters:!((col:view_menu.name,opr:eq,value:'{view}'),(col:permission.name,opr:eq,value:{perm})))"
     );
@@ -79,28 +79,36 @@ async fn dataset_count(api: &Api) -> Value {
     api.get("/api/v1/dataset/?q=(page_size:100)").await.1["count"].clone()
 }
 
-struct World {
-    server: TestServer,
-    admin: Api,
-    tess: Api,
-    pgc: tokio_postgres::Client,
+pub(crate) struct World {
+    pub(crate) server: TestServer,
+    pub(crate) admin: Api,
+    pub(crate) tess: Api,
+    pub(crate) pgc: tokio_postgres::Client,
+    /// The analytics database's URL (no password: the test cluster trusts loopback).
+    pub(crate) url: String,
     /// The PostgreSQL analytics database, read-only.
-    wh: i64,
+    pub(crate) wh: i64,
     /// The same database with DML allowed.
-    rw: i64,
+    pub(crate) rw: i64,
     /// The embedded SQLite examples database.
-    examples: i64,
+    pub(crate) examples: i64,
     /// The physical dataset on `open`.
-    open: i64,
+    pub(crate) open: i64,
     /// `tess`'s own role.
-    role: i64,
+    pub(crate) role: i64,
 }
 
 /// The server, the databases, the `open` dataset and `tess` (Gamma + sql_lab, datasource
 /// access on `open`, and `can_write` on datasets to create virtual ones).
 async fn world() -> World {
+    world_on(Metadata::Sqlite).await
+}
+
+/// [`world`] on the given metadata backend.
+pub(crate) async fn world_on(meta: Metadata) -> World {
     let (url, pgc) = analytics().await;
     let server = TestServer::builder()
+        .metadata(meta)
         .env("LITESET_EXAMPLES", "true")
         .start()
         .await
@@ -169,6 +177,7 @@ async fn world() -> World {
         admin,
         tess,
         pgc,
+        url,
         wh,
         rw,
         examples,
