@@ -1325,20 +1325,7 @@ impl<'a> Importer<'a> {
             );
             return Ok(());
         };
-        // As `POST /chart/` asks: a chart only on a dataset the importer may read. A dataset
-        // this import creates is not in the store yet (`None`); its database was checked.
-        let scope = self.access.dataset_scope();
-        let reach = match self.tx {
-            Some(tx) => model::reach_in(tx, &DATASET, ds, &scope).await?,
-            None => self.store.reach(&DATASET, ds, &scope).await?,
-        };
-        if ds > 0 && reach == Some(false) {
-            self.problems.insert(
-                file.to_owned(),
-                json!({"dataset_uuid": ["The chart's dataset is not accessible to you"]}),
-            );
-            return Ok(());
-        }
+
         if let Some(qc) = doc.get("query_context").and_then(Json::as_str)
             && !qc.trim().is_empty()
             && serde_json::from_str::<Json>(qc).is_err()
@@ -1357,6 +1344,20 @@ impl<'a> Importer<'a> {
             .permitted(&CHART, Kind::Chart, file, existing, write)
             .await?
         {
+            return Ok(());
+        }
+        // As `POST /chart/` and `PUT /chart/<pk>` ask: a chart is only written onto a dataset
+        // the importer may read. One this import creates was checked with its database.
+        let scope = self.access.dataset_scope();
+        let reach = match self.tx {
+            Some(tx) => model::reach_in(tx, &DATASET, ds, &scope).await?,
+            None => self.store.reach(&DATASET, ds, &scope).await?,
+        };
+        if ds > 0 && reach == Some(false) {
+            self.problems.insert(
+                file.to_owned(),
+                json!({"dataset_uuid": ["The chart's dataset is not accessible to you"]}),
+            );
             return Ok(());
         }
         let Some(tx) = self.writer(&uuid, existing) else {

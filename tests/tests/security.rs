@@ -6,6 +6,8 @@
 //! Run alone with `bash tests/run -p liteset-tests --test security`.
 
 // A test crate root resolves `mod x;` beside itself (tests/tests/x.rs), hence the paths.
+#[path = "security/common.rs"]
+mod common;
 #[path = "security/engines.rs"]
 mod engines;
 #[path = "security/exposure.rs"]

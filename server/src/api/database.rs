@@ -957,7 +957,7 @@ impl DatabaseApi {
         let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
         let schema = Some(schema.0).filter(|s| !s.is_empty());
         if !reach.table(schema.as_deref(), &table.0) {
-            return Err(ApiError::not_found());
+            return Err(table_hidden());
         }
         self.state
             .engines

@@ -26,6 +26,8 @@ use liteset_tests::{ADMIN_PASSWORD, Api, TestServer, pg};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use super::common::error_type;
+
 const READ: ExecOptions = ExecOptions {
     read_only: true,
     max_rows: 1000,
@@ -407,10 +409,6 @@ async fn sqllab(api: &Api, db: i64, sql: &str) -> (StatusCode, Value) {
         json!({"database_id": db, "sql": sql, "runAsync": false}),
     )
     .await
-}
-
-fn error_type(body: &Value) -> &str {
-    body["errors"][0]["error_type"].as_str().unwrap_or("")
 }
 
 /// Another handle on the same session (`Api` is not `Clone`).

@@ -16,9 +16,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::common::{error_type, permission, urlencode};
 use super::engines::rss;
 use super::imports::{bundle, chart_doc, upload};
-use super::sqlcheck::{error_type, permission, urlencode, world_on};
+use super::sqlcheck::world_on;
 
 async fn chart_count(api: &Api) -> Value {
     api.get("/api/v1/chart/?q=(page_size:100)").await.1["count"].clone()

@@ -12,6 +12,8 @@ use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, both_backends, st
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use super::common::{permission, role_id, urlencode};
+
 const SQLITE_REFUSED: &str =
     "SQLiteDialect_pysqlite cannot be used as a data source for security reasons.";
 const INTERNAL_REFUSED: &str = "The metadata store and the server's data folder cannot be used \
@@ -30,10 +32,6 @@ const CHART_UUID: &str = "0b6a7c1e-5b0f-4e0a-9c55-5e1c0e5a0003";
 const DASH_UUID: &str = "0b6a7c1e-5b0f-4e0a-9c55-5e1c0e5a0004";
 /// A PostgreSQL URI nothing listens on: imports never connect, so it is a safe target.
 const SAFE_URI: &str = "postgresql://reader:pw@127.0.0.1:9/analytics";
-
-fn urlencode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
 
 pub(crate) fn database_doc(name: &str, uuid: &str, uri: &str) -> Value {
     json!({"database_name": name, "sqlalchemy_uri": uri, "uuid": uuid, "version": "1.0.0",
@@ -122,32 +120,6 @@ pub(crate) async fn upload(
         .await
         .unwrap();
     status_json(resp).await
-}
-
-async fn role_id(admin: &Api, name: &str) -> i64 {
-    let (_, roles) = admin
-        .get(&format!(
-            "/api/v1/security/roles/?q={}",
-            urlencode(&format!("(filters:!((col:name,opr:eq,value:'{name}')))"))
-        ))
-        .await;
-    roles["result"][0]["id"].as_i64().expect("role")
-}
-
-/// The permission-view id of `(perm, view)`.
-async fn pvm(admin: &Api, perm: &str, view: &str) -> i64 {
-    let q = format!(
-        "(filters:!((col:view_menu.name,opr:eq,value:'{view}'),(col:permission.name,opr:eq,value:{perm})))"
-    );
-    let (_, pvs) = admin
-        .get(&format!(
-            "/api/v1/security/permissions-resources/?q={}",
-            urlencode(&q)
-        ))
-        .await;
-    pvs["result"][0]["id"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("({perm}, {view}): {pvs}"))
 }
 
 /// A new role holding `pvms`.
@@ -397,10 +369,10 @@ both_backends! {
             &admin,
             "dataset_writer",
             &[
-                pvm(&admin, "can_write", "Dataset").await,
-                pvm(&admin, "can_read", "Dataset").await,
+                permission(&admin, "Dataset", "can_write").await,
+                permission(&admin, "Dataset", "can_read").await,
                 // The CSRF token.
-                pvm(&admin, "can_read", "SecurityRestApi").await,
+                permission(&admin, "SecurityRestApi", "can_read").await,
             ],
         )
         .await;
@@ -430,11 +402,11 @@ both_backends! {
             .await;
         assert_eq!(s, StatusCode::FORBIDDEN, "{body}");
         // With database_access on it, the import goes through.
-        let access = pvm(&admin, "database_access", &format!("[evil].(id:{db_id})")).await;
+        let access = permission(&admin, &format!("[evil].(id:{db_id})"), "database_access").await;
         let pvms = [
-            pvm(&admin, "can_write", "Dataset").await,
-            pvm(&admin, "can_read", "Dataset").await,
-            pvm(&admin, "can_read", "SecurityRestApi").await,
+            permission(&admin, "Dataset", "can_write").await,
+            permission(&admin, "Dataset", "can_read").await,
+            permission(&admin, "SecurityRestApi", "can_read").await,
             access,
         ];
         let (s, body) = admin

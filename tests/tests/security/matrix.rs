@@ -22,6 +22,8 @@ use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, both_backends, pg
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use super::common::{role_id, urlencode};
+
 /// The analytics role's password: never in a body.
 const PASSWORD: &str = "Wh-pass-never-shown-93c1";
 /// The table nobody but the administrator and Alpha may see, and a value in it.
@@ -58,27 +60,12 @@ async fn analytics() -> String {
     )
 }
 
-fn urlencode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
 async fn created(api: &Api, path: &str, body: Value) -> i64 {
     let (s, r) = api.post(path, body).await;
     assert!(s.is_success(), "POST {path}: {s} {r}");
     r["id"]
         .as_i64()
         .unwrap_or_else(|| panic!("POST {path}: no id in {r}"))
-}
-
-async fn role_id(admin: &Api, name: &str) -> i64 {
-    let (_, r) = admin
-        .get(&format!(
-            "/api/v1/security/roles/?q=(filters:!((col:name,opr:eq,value:{name})))"
-        ))
-        .await;
-    r["result"][0]["id"]
-        .as_i64()
-        .unwrap_or_else(|| panic!("role {name}: {r}"))
 }
 
 /// A role holding `datasource_access` on one dataset.

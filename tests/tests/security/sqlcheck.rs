@@ -11,6 +11,8 @@ use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, pg};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use super::common::{error_type, id_of, permission};
+
 const SECRET: &str = "TOPSECRET-7f3a";
 
 async fn analytics() -> (String, tokio_postgres::Client) {
@@ -33,46 +35,12 @@ async fn analytics() -> (String, tokio_postgres::Client) {
     (url, client)
 }
 
-pub(crate) fn urlencode(s: &str) -> String {
-    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
-}
-
-pub(crate) fn error_type(body: &Value) -> &str {
-    body["errors"][0]["error_type"].as_str().unwrap_or("")
-}
-
 async fn run(api: &Api, db: i64, sql: &str) -> (StatusCode, Value) {
     api.post(
         "/api/v1/sqllab/execute/",
         json!({"database_id": db, "sql": sql, "runAsync": false, "schema": "public"}),
     )
     .await
-}
-
-pub(crate) async fn id_of(api: &Api, path: &str, col: &str, value: &str) -> i64 {
-    let (_, found) = api
-        .get(&format!(
-            "{path}?q=(filters:!((col:{col},opr:eq,value:'{value}')))"
-        ))
-        .await;
-    found["ids"][0]
-        .as_i64()
-        .or_else(|| found["result"][0]["id"].as_i64())
-        .unwrap_or_else(|| panic!("{path} {value}: {found}"))
-}
-
-pub(crate) async fn permission(admin: &Api, view: &str, perm: &str) -> i64 {
-    let q = format!(
-        "(filters:!((col:view_menu.name,opr:eq,value:'{view}'),(col:permission.name,opr:eq,value:{perm})))"
-    );
-    let (_, pvs) = admin
-        .get(&format!(
-            "/api/v1/security/permissions-resources/?q={}",
-            urlencode(&q)
-        ))
-        .await;
-    assert_eq!(pvs["count"], 1, "{view} {perm}: {pvs}");
-    pvs["result"][0]["id"].as_i64().expect("pv id")
 }
 
 async fn dataset_count(api: &Api) -> Value {
@@ -90,7 +58,7 @@ pub(crate) struct World {
     pub(crate) wh: i64,
     /// The same database with DML allowed.
     pub(crate) rw: i64,
-    /// The embedded SQLite examples database.
+    /// The embedded SQLite examples database (-1 on PostgreSQL metadata, which has none).
     pub(crate) examples: i64,
     /// The physical dataset on `open`.
     pub(crate) open: i64,
@@ -114,7 +82,11 @@ pub(crate) async fn world_on(meta: Metadata) -> World {
         .await
         .expect("server");
     let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
-    let examples = id_of(&admin, "/api/v1/database/", "database_name", "examples").await;
+    // The embedded examples exist with SQLite metadata only.
+    let examples = match meta {
+        Metadata::Sqlite => id_of(&admin, "/api/v1/database/", "database_name", "examples").await,
+        Metadata::Postgres => -1,
+    };
     let mut dbs = Vec::new();
     for (name, dml) in [("wh", false), ("rw", true)] {
         let (s, db) = admin
