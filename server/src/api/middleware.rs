@@ -99,11 +99,20 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
     }
     let caller = extract::Auth::of(&req, &state).await;
     let signed_in = caller.principal.user().is_some();
+    // Expired or invalid credentials get the answer the handler would give (a client then
+    // refreshes its token), not a size refusal, when the body is past the anonymous limit.
+    let rejected = match &caller.principal {
+        crate::auth::Principal::Rejected(e) => Some(crate::auth::Error::clone_of(e)),
+        _ => None,
+    };
     req.extensions_mut().insert(caller);
     let http = &state.config.http;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(http.read_timeout_secs);
     if !signed_in {
         let limit = http.max_unauthenticated_body_bytes;
+        let too_large = move || {
+            close(rejected.map_or_else(|| too_large_unauthenticated(limit), ApiError::from))
+        };
         if declared.is_some_and(|n| n > limit) {
             tracing::info!(
                 message = "Refused an oversized body before authentication.",
@@ -111,7 +120,7 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
                 limit
             );
             // Not drained: the connection is closed instead of reading what nobody asked for.
-            return Ok(close(too_large_unauthenticated(limit)));
+            return Ok(too_large());
         }
         let want = u32::try_from(declared.unwrap_or(limit)).unwrap_or(u32::MAX);
         let Ok(_permit) = state.unauthenticated_bodies.try_acquire_many(want) else {
@@ -127,7 +136,7 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
         let read = tokio::time::timeout_at(deadline, extract::read_capped(req.take_body(), limit));
         let body = match read.await.unwrap_or_else(|_| Err(extract::too_slow())) {
             Ok(Some(b)) => b,
-            Ok(None) => return Ok(close(too_large_unauthenticated(limit))),
+            Ok(None) => return Ok(too_large()),
             Err(e) => return Ok(close(e)),
         };
         req.set_body(body);

@@ -680,6 +680,8 @@ async fn huge_results_are_cut_off_with_a_400_and_memory_stays_bounded() {
             "{name} took long"
         );
         let now = rss(server.pid());
+        // For the notes: `cargo test … -- --nocapture` shows what each attempt cost.
+        eprintln!("{name}: RSS {} MiB -> {} MiB", baseline >> 20, now >> 20);
         assert!(
             now < baseline + BUDGET + 200 * 1024 * 1024,
             "{name}: RSS grew from {baseline} to {now}"

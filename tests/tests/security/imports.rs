@@ -318,7 +318,7 @@ both_backends! {
             );
         }
 
-        // Gamma's own chart on the existing dataset: created, then replaced by its owner.
+        // Gamma's own chart on the existing dataset.
         let own = "0b6a7c1e-5b0f-4e0a-9c55-5e1c0e5a0099";
         let mine = |name: &str| {
             bundle(
@@ -330,6 +330,22 @@ both_backends! {
                 ],
             )
         };
+        // On a dataset she may not read it is refused, as `POST /chart/` refuses it.
+        let (s, body) = upload(&gamma, "/api/v1/chart/import/", mine("first"), false).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert!(body.to_string().contains("not accessible"), "{body}");
+        assert_eq!(catalog(&admin).await, before, "nothing written");
+        // Another Gamma user granted the dataset: created, then replaced by its owner.
+        let (_, dss) = admin.get("/api/v1/dataset/").await;
+        let ds_id = dss["ids"][0].as_i64().unwrap();
+        let view = format!("[evil].[ab_user](id:{ds_id})");
+        let reader = role_with(
+            &admin,
+            "ab_user_reader",
+            &[permission(&admin, &view, "datasource_access").await],
+        )
+        .await;
+        let gamma = user(&server, &admin, "gus", &[role_id(&admin, "Gamma").await, reader]).await;
         let (s, body) = upload(&gamma, "/api/v1/chart/import/", mine("first"), false).await;
         assert_eq!(s, StatusCode::OK, "{body}");
         let (s, body) = upload(&gamma, "/api/v1/chart/import/", mine("second"), true).await;
