@@ -205,24 +205,11 @@ fn read_error(e: std::io::Error) -> ApiError {
     }
 }
 
-/// Reads at most `limit` bytes of a body without draining the rest: `None` when it is longer
-/// (the caller answers and closes the connection).
-pub async fn read_capped(body: poem::Body, limit: u64) -> Result<Option<bytes::Bytes>, ApiError> {
+/// Reads a body of at most `limit` bytes: `None` when it is longer, after reading and
+/// discarding (never holding) up to [`DRAIN_CAP_BYTES`] more, so that a client still sending
+/// receives the refusal instead of a reset connection.
+pub async fn read_at_most(body: poem::Body, limit: u64) -> Result<Option<bytes::Bytes>, ApiError> {
     use tokio::io::AsyncReadExt;
-    let mut buf = Vec::new();
-    body.into_async_read()
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut buf)
-        .await
-        .map_err(read_error)?;
-    Ok((buf.len() as u64 <= limit).then(|| bytes::Bytes::from(buf)))
-}
-
-/// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read.
-pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
-    use tokio::io::AsyncReadExt;
-    let too_large =
-        || ApiError::bad_request(format!("Request payload is larger than {limit} bytes"));
     let mut reader = body.into_async_read();
     let mut buf = Vec::new();
     (&mut reader)
@@ -231,10 +218,18 @@ pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, 
         .await
         .map_err(read_error)?;
     if buf.len() as u64 > limit {
+        drop(buf);
         let _ = tokio::io::copy(&mut reader.take(DRAIN_CAP_BYTES), &mut tokio::io::sink()).await;
-        return Err(too_large());
+        return Ok(None);
     }
-    Ok(bytes::Bytes::from(buf))
+    Ok(Some(bytes::Bytes::from(buf)))
+}
+
+/// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read.
+pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
+    read_at_most(body, limit).await?.ok_or_else(|| {
+        ApiError::bad_request(format!("Request payload is larger than {limit} bytes"))
+    })
 }
 
 /// Deserialises `value` into `T`, turning serde's error into a FAB validation body.

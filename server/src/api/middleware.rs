@@ -77,8 +77,9 @@ pub async fn strip_trailing_slash<E: Endpoint>(
 ///
 /// Who is calling is established here, before any body byte is read (and handed on to the
 /// [`extract::Auth`] extractor, so it is done once). Without valid credentials a body may be
-/// at most `http.max_unauthenticated_body_bytes` (a login form), refused with a 413 unread if
-/// declared larger, and all such bodies together hold at most
+/// at most `http.max_unauthenticated_body_bytes` (a login form), refused with a 413 if larger
+/// (the rest is read and discarded, never held, within the deadline, so the client sees the
+/// answer), and all such bodies together hold at most
 /// `http.max_unauthenticated_buffered_bytes` (503 past it): nobody spends the server's memory
 /// before signing in. With credentials the limit is `http.max_body_bytes` (plugin uploads:
 /// `plugins.max_upload_mb`), a declared larger body refused with a 400 before it is read.
@@ -119,7 +120,9 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
                 declared,
                 limit
             );
-            // Not drained: the connection is closed instead of reading what nobody asked for.
+            // Read and discarded (never held) within the deadline, so the client sees the
+            // answer; the connection is closed after it.
+            let _ = tokio::time::timeout_at(deadline, extract::drain(req.take_body())).await;
             return Ok(too_large());
         }
         let want = u32::try_from(declared.unwrap_or(limit)).unwrap_or(u32::MAX);
@@ -133,7 +136,7 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             return Ok(resp);
         };
-        let read = tokio::time::timeout_at(deadline, extract::read_capped(req.take_body(), limit));
+        let read = tokio::time::timeout_at(deadline, extract::read_at_most(req.take_body(), limit));
         let body = match read.await.unwrap_or_else(|_| Err(extract::too_slow())) {
             Ok(Some(b)) => b,
             Ok(None) => return Ok(too_large()),
@@ -166,7 +169,7 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
     ep.call(req).await.map(IntoResponse::into_response)
 }
 
-/// An error answer after which the connection is closed (its body was not read).
+/// An error answer after which the connection is closed (its body was not wholly read).
 fn close(e: ApiError) -> Response {
     let mut resp = e.into_response();
     resp.headers_mut().insert(

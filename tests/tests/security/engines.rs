@@ -26,7 +26,7 @@ use liteset_tests::{ADMIN_PASSWORD, Api, TestServer, pg};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
-use super::common::error_type;
+use super::common::{error_type, id_of};
 
 const READ: ExecOptions = ExecOptions {
     read_only: true,
@@ -419,17 +419,6 @@ fn same(api: &Api) -> Api {
         token: api.token.clone(),
         csrf: api.csrf.clone(),
     }
-}
-
-async fn id_of(api: &Api, path: &str, name_field: &str, name: &str) -> i64 {
-    let (_, r) = api
-        .get(&format!(
-            "{path}?q=(filters:!((col:{name_field},opr:eq,value:{name})))"
-        ))
-        .await;
-    r["ids"][0]
-        .as_i64()
-        .unwrap_or_else(|| panic!("{name}: {r}"))
 }
 
 #[tokio::test]
