@@ -184,7 +184,12 @@ const DRAIN_CAP_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads and discards up to [`DRAIN_CAP_BYTES`] of a body, never holding it in memory.
 pub async fn drain(body: poem::Body) {
-    let mut reader = tokio::io::AsyncReadExt::take(body.into_async_read(), DRAIN_CAP_BYTES);
+    drain_reader(body.into_async_read()).await;
+}
+
+/// [`drain`] for a body already being read.
+pub async fn drain_reader(reader: impl tokio::io::AsyncRead + Unpin) {
+    let mut reader = tokio::io::AsyncReadExt::take(reader, DRAIN_CAP_BYTES);
     let _ = tokio::io::copy(&mut reader, &mut tokio::io::sink()).await;
 }
 
@@ -197,7 +202,7 @@ pub fn too_slow() -> ApiError {
 }
 
 /// A body that could not be read: too slow (408) or broken off (400).
-fn read_error(e: std::io::Error) -> ApiError {
+pub fn read_error(e: std::io::Error) -> ApiError {
     if e.kind() == std::io::ErrorKind::TimedOut {
         too_slow()
     } else {
@@ -205,10 +210,10 @@ fn read_error(e: std::io::Error) -> ApiError {
     }
 }
 
-/// Reads a body of at most `limit` bytes: `None` when it is longer, after reading and
-/// discarding (never holding) up to [`DRAIN_CAP_BYTES`] more, so that a client still sending
-/// receives the refusal instead of a reset connection.
-pub async fn read_at_most(body: poem::Body, limit: u64) -> Result<Option<bytes::Bytes>, ApiError> {
+/// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read
+/// (the rest is read and discarded, never held, up to [`DRAIN_CAP_BYTES`], so a client still
+/// sending receives the 400 instead of a reset connection).
+pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
     use tokio::io::AsyncReadExt;
     let mut reader = body.into_async_read();
     let mut buf = Vec::new();
@@ -219,17 +224,12 @@ pub async fn read_at_most(body: poem::Body, limit: u64) -> Result<Option<bytes::
         .map_err(read_error)?;
     if buf.len() as u64 > limit {
         drop(buf);
-        let _ = tokio::io::copy(&mut reader.take(DRAIN_CAP_BYTES), &mut tokio::io::sink()).await;
-        return Ok(None);
+        drain_reader(reader).await;
+        return Err(ApiError::bad_request(format!(
+            "Request payload is larger than {limit} bytes"
+        )));
     }
-    Ok(Some(bytes::Bytes::from(buf)))
-}
-
-/// Reads a body up to `limit` bytes; a larger one is a 400, not a 500 or an unbounded read.
-pub async fn read_limited(body: poem::Body, limit: u64) -> Result<bytes::Bytes, ApiError> {
-    read_at_most(body, limit).await?.ok_or_else(|| {
-        ApiError::bad_request(format!("Request payload is larger than {limit} bytes"))
-    })
+    Ok(bytes::Bytes::from(buf))
 }
 
 /// Deserialises `value` into `T`, turning serde's error into a FAB validation body.

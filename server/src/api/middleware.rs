@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use poem::http::{Method, StatusCode, Uri, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
+use tokio::io::AsyncReadExt;
 use tracing::Instrument;
 
 use super::error::{ApiError, from_poem_error};
@@ -77,9 +78,9 @@ pub async fn strip_trailing_slash<E: Endpoint>(
 ///
 /// Who is calling is established here, before any body byte is read (and handed on to the
 /// [`extract::Auth`] extractor, so it is done once). Without valid credentials a body may be
-/// at most `http.max_unauthenticated_body_bytes` (a login form), refused with a 413 if larger
-/// (the rest is read and discarded, never held, within the deadline, so the client sees the
-/// answer), and all such bodies together hold at most
+/// at most `http.max_unauthenticated_body_bytes` (a login form), refused with a 413 as soon as
+/// it is known to be larger (the rest is read and discarded for a few seconds while the answer
+/// goes out, never held: [`linger`]), and all such bodies together hold at most
 /// `http.max_unauthenticated_buffered_bytes` (503 past it): nobody spends the server's memory
 /// before signing in. With credentials the limit is `http.max_body_bytes` (plugin uploads:
 /// `plugins.max_upload_mb`), a declared larger body refused with a 400 before it is read.
@@ -120,9 +121,7 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
                 declared,
                 limit
             );
-            // Read and discarded (never held) within the deadline, so the client sees the
-            // answer; the connection is closed after it.
-            let _ = tokio::time::timeout_at(deadline, extract::drain(req.take_body())).await;
+            linger(req.take_body().into_async_read());
             return Ok(too_large());
         }
         let want = u32::try_from(declared.unwrap_or(limit)).unwrap_or(u32::MAX);
@@ -136,13 +135,20 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
             return Ok(resp);
         };
-        let read = tokio::time::timeout_at(deadline, extract::read_at_most(req.take_body(), limit));
-        let body = match read.await.unwrap_or_else(|_| Err(extract::too_slow())) {
-            Ok(Some(b)) => b,
-            Ok(None) => return Ok(too_large()),
-            Err(e) => return Ok(close(e)),
-        };
-        req.set_body(body);
+        let mut reader = req.take_body().into_async_read();
+        let mut buf = Vec::new();
+        let mut head = (&mut reader).take(limit + 1);
+        match tokio::time::timeout_at(deadline, head.read_to_end(&mut buf)).await {
+            Ok(Ok(n)) if n as u64 <= limit => {}
+            Ok(Ok(_)) => {
+                drop(buf);
+                linger(reader);
+                return Ok(too_large());
+            }
+            Ok(Err(e)) => return Ok(close(extract::read_error(e))),
+            Err(_) => return Ok(close(extract::too_slow())),
+        }
+        req.set_body(buf);
         // The permit is held until the handler is done with the body.
         return ep.call(req).await.map(IntoResponse::into_response);
     }
@@ -167,6 +173,20 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
         req.set_body(body);
     }
     ep.call(req).await.map(IntoResponse::into_response)
+}
+
+/// How long the rest of a refused unauthenticated body is still read (and discarded) after
+/// the answer, as nginx's lingering close does: a client still sending then receives the
+/// answer instead of a connection reset, and nobody holds the connection longer than this.
+const LINGER: Duration = Duration::from_secs(5);
+
+/// Reads and discards what is left of a refused body for at most [`LINGER`] and
+/// `extract::DRAIN_CAP_BYTES`, in the background, while the answer goes out; the connection
+/// closes when it stops.
+fn linger(rest: impl tokio::io::AsyncRead + Send + Unpin + 'static) {
+    tokio::spawn(async move {
+        let _ = tokio::time::timeout(LINGER, extract::drain_reader(rest)).await;
+    });
 }
 
 /// An error answer after which the connection is closed (its body was not wholly read).
