@@ -286,8 +286,16 @@ impl From<crate::query::QueryError> for ApiError {
             }
             Q::Sql(err) => {
                 tracing::info!(message = "SQL fragment refused.", reason = %err.message());
-                let status =
-                    StatusCode::from_u16(err.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+                // Superset: 422 for a `SupersetParseError`, 400 for the sub-query refusal
+                // (raised as a query-object validation error).
+                let status = match err.kind() {
+                    crate::query::sqlcheck::SqlErrorKind::InvalidSql => {
+                        StatusCode::UNPROCESSABLE_ENTITY
+                    }
+                    crate::query::sqlcheck::SqlErrorKind::AdhocSubqueryNotAllowed => {
+                        StatusCode::BAD_REQUEST
+                    }
+                };
                 let extra = json!({
                     "sql": err.sql(),
                     "engine": err.engine(),

@@ -138,15 +138,6 @@ impl SqlErrorKind {
             SqlErrorKind::AdhocSubqueryNotAllowed => "ADHOC_SUBQUERY_NOT_ALLOWED_ERROR",
         }
     }
-
-    /// HTTP status Superset answers with: 422 for `SupersetParseError`, 400 for the
-    /// sub-query refusal (raised as a query-object validation error).
-    pub fn http_status(self) -> u16 {
-        match self {
-            SqlErrorKind::InvalidSql => 422,
-            SqlErrorKind::AdhocSubqueryNotAllowed => 400,
-        }
-    }
 }
 
 impl fmt::Display for SqlErrorKind {
@@ -234,11 +225,6 @@ impl SqlError {
     /// Superset engine name of the dialect used (`extra.engine`).
     pub fn engine(&self) -> &'static str {
         self.data.engine
-    }
-
-    /// HTTP status hint: 422 for `INVALID_SQL_ERROR`, 400 for the sub-query refusal.
-    pub fn http_status(&self) -> u16 {
-        self.data.kind.http_status()
     }
 
     fn invalid(dialect: SqlDialect, sql: &str, message: String, detail: Option<String>) -> Self {
@@ -1844,7 +1830,6 @@ mod tests {
                 "{fragment:?}: {err:?}"
             );
             assert_eq!(err.error_type(), "INVALID_SQL_ERROR");
-            assert_eq!(err.http_status(), 422);
             assert_eq!(err.highlight(), *highlight, "{fragment:?}: {err:?}");
             assert!(err.message().starts_with("Error parsing"), "{err:?}");
             assert_eq!(err.engine(), dialect.engine());
@@ -1905,7 +1890,6 @@ mod tests {
                 err.message(),
                 "Custom SQL fields cannot contain sub-queries."
             );
-            assert_eq!(err.http_status(), 400);
             assert_eq!(err.sql(), *fragment);
         }
     }
