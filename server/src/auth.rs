@@ -35,11 +35,11 @@ pub enum Error {
         /// flask-jwt's text.
         msg: &'static str,
     },
-    /// A token failed verification; `status` is 401 (expired) or 422 (invalid).
+    /// A token failed verification: expired, or invalid (flask-jwt answers them differently).
     #[error("{msg}")]
     Token {
-        /// HTTP status flask-jwt uses for this failure.
-        status: u16,
+        /// Whether the token was valid but past its `exp`.
+        expired: bool,
         /// flask-jwt's text.
         msg: String,
     },
@@ -464,8 +464,8 @@ impl Error {
         match e {
             Error::MissingCredentials => Error::MissingCredentials,
             Error::BadAuthorizationHeader { msg } => Error::BadAuthorizationHeader { msg },
-            Error::Token { status, msg } => Error::Token {
-                status: *status,
+            Error::Token { expired, msg } => Error::Token {
+                expired: *expired,
                 msg: msg.clone(),
             },
             Error::UserNotLoaded { id } => Error::UserNotLoaded { id: id.clone() },

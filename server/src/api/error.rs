@@ -463,8 +463,13 @@ impl From<auth::Error> for ApiError {
                 },
                 msg,
             ),
-            E::Token { status, msg } => ApiError::msg(
-                StatusCode::from_u16(status).unwrap_or(StatusCode::UNPROCESSABLE_ENTITY),
+            // flask-jwt-extended: 401 for an expired token, 422 for an invalid one.
+            E::Token { expired, msg } => ApiError::msg(
+                if expired {
+                    StatusCode::UNAUTHORIZED
+                } else {
+                    StatusCode::UNPROCESSABLE_ENTITY
+                },
                 msg,
             ),
             e @ E::UserNotLoaded { .. } => ApiError::msg(StatusCode::UNAUTHORIZED, e.to_string()),

@@ -99,7 +99,7 @@ impl TokenKeys {
         let claims = data.claims;
         if claims.token_type != expected {
             return Err(Error::Token {
-                status: 422,
+                expired: false,
                 msg: match expected {
                     TokenType::Refresh => "Only refresh tokens are allowed",
                     TokenType::Access => "Only non-refresh tokens are allowed",
@@ -111,13 +111,13 @@ impl TokenKeys {
             serde_json::Value::String(s) => s,
             serde_json::Value::Null => {
                 return Err(Error::Token {
-                    status: 422,
+                    expired: false,
                     msg: "Missing claim: sub".into(),
                 });
             }
             _ => {
                 return Err(Error::Token {
-                    status: 422,
+                    expired: false,
                     msg: "Subject must be a string".into(),
                 });
             }
@@ -131,12 +131,12 @@ impl TokenKeys {
 /// flask-jwt-extended / PyJWT texts for each failure.
 fn token_error(kind: &ErrorKind, token: &str) -> Error {
     let invalid = |msg: &str| Error::Token {
-        status: 422,
+        expired: false,
         msg: msg.into(),
     };
     match kind {
         ErrorKind::ExpiredSignature => Error::Token {
-            status: 401,
+            expired: true,
             msg: "Token has expired".into(),
         },
         ErrorKind::InvalidSignature => invalid("Signature verification failed"),
@@ -172,12 +172,12 @@ mod tests {
     fn refresh_token_is_refused_where_access_is_expected() {
         let k = keys();
         let t = k.issue(1, TokenType::Refresh, false).unwrap();
-        let Err(Error::Token { status, msg }) = k.verify(&t, TokenType::Access) else {
+        let Err(Error::Token { expired, msg }) = k.verify(&t, TokenType::Access) else {
             panic!("expected a token error");
         };
         assert_eq!(
-            (status, msg.as_str()),
-            (422, "Only non-refresh tokens are allowed")
+            (expired, msg.as_str()),
+            (false, "Only non-refresh tokens are allowed")
         );
     }
 
@@ -191,10 +191,10 @@ mod tests {
         .unwrap();
         claims.exp = 2;
         let t = jsonwebtoken::encode(&Header::new(Algorithm::HS256), &claims, &k.encoding).unwrap();
-        let Err(Error::Token { status, msg }) = k.verify(&t, TokenType::Access) else {
+        let Err(Error::Token { expired, msg }) = k.verify(&t, TokenType::Access) else {
             panic!("expected a token error");
         };
-        assert_eq!((status, msg.as_str()), (401, "Token has expired"));
+        assert_eq!((expired, msg.as_str()), (true, "Token has expired"));
     }
 
     #[test]
@@ -202,21 +202,21 @@ mod tests {
         let k = keys();
         let t = k.issue(1, TokenType::Access, true).unwrap();
         let other = TokenKeys::new(b"another-secret-another-secret-xx", 900, 900);
-        let Err(Error::Token { status, msg }) = other.verify(&t, TokenType::Access) else {
+        let Err(Error::Token { expired, msg }) = other.verify(&t, TokenType::Access) else {
             panic!("expected a token error");
         };
         assert_eq!(
-            (status, msg.as_str()),
-            (422, "Signature verification failed")
+            (expired, msg.as_str()),
+            (false, "Signature verification failed")
         );
     }
 
     #[test]
     fn garbage_is_not_enough_segments() {
-        let Err(Error::Token { status, msg }) = keys().verify("abc", TokenType::Access) else {
+        let Err(Error::Token { expired, msg }) = keys().verify("abc", TokenType::Access) else {
             panic!("expected a token error");
         };
-        assert_eq!((status, msg.as_str()), (422, "Not enough segments"));
+        assert_eq!((expired, msg.as_str()), (false, "Not enough segments"));
     }
 
     #[test]
