@@ -39,7 +39,7 @@ use std::sync::Arc;
 use poem::{Endpoint, EndpointExt, IntoEndpoint, Route};
 use poem_openapi::OpenApiService;
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// OpenAPI tags, one per resource.
 #[derive(poem_openapi::Tags)]

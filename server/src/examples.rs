@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::assets::{self, Files, ImportOptions, Kind};
 
 /// Stable ids, so re-running never duplicates the examples.

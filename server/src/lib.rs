@@ -19,6 +19,7 @@ pub mod query;
 pub mod render;
 pub mod seal;
 pub mod ssb;
+pub mod state;
 pub mod store;
 pub mod telemetry;
 pub mod uri;

@@ -19,7 +19,7 @@ use futures_util::SinkExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_postgres::{Client, NoTls, Transaction};
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::assets::{self, AssetsError, ImportOptions, Kind};
 use crate::config::Config;
 use crate::engines::EngineOptions;

@@ -14,7 +14,7 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
 use super::resource::{self, JsonValue};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::assets::{self, ImportAccess, ImportOptions, Kind};
 use crate::auth::CurrentUser;
 use crate::store::catalog::Grants;

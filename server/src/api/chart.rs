@@ -12,7 +12,7 @@ use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::store::Value;

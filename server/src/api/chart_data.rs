@@ -15,7 +15,7 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::engines::{Cell, ConnectionSpec, Dialect};
 use crate::plugins::{GuestErrorKind, PluginError, pipeline};

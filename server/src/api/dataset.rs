@@ -17,7 +17,7 @@ use super::extract::{Auth, JsonBody};
 use super::resource::{
     self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, value_json,
 };
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::engines::{ColumnInfo, EngineError};

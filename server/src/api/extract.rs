@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::{Principal, SessionData, session::SESSION_COOKIE};
 
 /// The shared state, which `routes` attaches to every request.

@@ -16,7 +16,7 @@ use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, JsonValue, Saved};
 use super::temporary_cache::{self as tc, FILTER_STATE, FILTER_STATE_TTL};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::store::catalog::DASHBOARD;
 

@@ -18,7 +18,7 @@ use super::error::ApiError;
 use super::extract::{self, Auth};
 use super::listquery;
 use super::resource::{self, JsonValue};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::store::key_value::LogEvent;
 
 /// The events recent activity is made of, by default (Superset's `actions`).

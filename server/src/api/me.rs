@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::{CurrentUser, Principal};
 
 /// The current user.

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::error::{ApiError, from_poem_error};
 use super::extract::{self, read_limited};
-use crate::app::AppState;
+use crate::state::AppState;
 
 /// One span and one log line per request: method, route, status, latency, user id. The path is
 /// logged without its query string, which may carry tokens.

@@ -13,7 +13,7 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
 use super::resource::JsonValue;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::{self, CurrentUser, Principal};
 use crate::plugins::{PluginSummary, WIT_VERSION};
 

@@ -16,7 +16,7 @@ use super::extract::{Auth, JsonBody};
 use super::listquery;
 use super::resource::{self, JsonValue, Spec};
 use super::sqllab::{self, query_scope, sees_all_queries, to_dict};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::store::Value;

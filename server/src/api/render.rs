@@ -21,7 +21,7 @@ use super::chart_data::{self, Executed};
 use super::error::ApiError;
 use super::extract::Auth;
 use super::resource;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::{CurrentUser, Principal};
 use crate::plugins::viz::frame_table;
 use crate::query::context::{self};

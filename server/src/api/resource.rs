@@ -18,7 +18,7 @@ use super::extract::Auth;
 use super::listquery::{
     self, FAB_API_MAX_PAGE_SIZE, FAB_DEFAULT_PAGE_SIZE, Filter, ListQuery, QError,
 };
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::store::Value;
 use crate::store::catalog::{self, Changes, USER_REF};

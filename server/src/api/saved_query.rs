@@ -17,7 +17,7 @@ use super::listquery;
 use super::resource::{
     self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, humanize,
 };
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::SessionData;
 
 /// Login request, as FAB's `SecurityApi.login` takes it.

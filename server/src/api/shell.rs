@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::extract;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::{CurrentUser, Principal};
 use crate::frontend::Installed;
 

@@ -17,7 +17,7 @@ use super::error::ApiError;
 use super::extract::Auth;
 use super::listquery;
 use super::resource::{self, JsonValue};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::query::timerange::{self, Relative};
 
 /// The app's small endpoints.

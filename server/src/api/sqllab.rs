@@ -25,7 +25,7 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, JsonValue, iso, render};
 use super::{database, listquery};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::engines::{
     Cell, ConnectionSpec, EngineError, ExecOptions, GenericType, ResultSet, engine_name,

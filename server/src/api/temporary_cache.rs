@@ -13,7 +13,7 @@ use serde_json::{Value as Json_, json};
 
 use super::error::ApiError;
 use super::extract::Auth;
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::store::key_value::KvEntry;
 
 /// Superset's `EXPLORE_FORM_DATA_CACHE_CONFIG` timeout.

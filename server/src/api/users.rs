@@ -14,7 +14,7 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::auth::password;
 use crate::store::Value;

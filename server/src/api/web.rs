@@ -16,7 +16,7 @@ use super::extract::{self, Auth};
 use super::redirect::safe_next;
 use super::security::{session_cookie, session_with_csrf};
 use super::shell::{self, escape_html as escape};
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::auth::{self, Principal, SessionData};
 
 /// The login form's fields.
