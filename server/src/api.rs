@@ -33,6 +33,7 @@ mod sqllab;
 mod temporary_cache;
 mod users;
 mod web;
+pub mod wire;
 
 use std::sync::Arc;
 

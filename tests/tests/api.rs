@@ -102,6 +102,114 @@ async fn openapi_document_lists_every_endpoint_with_error_responses() -> anyhow:
     Ok(())
 }
 
+/// Whether a schema (after `$ref`s) names its fields: an object with properties, an array of
+/// such, a scalar, or a union of typed schemas. `{}` and free objects are untyped.
+fn typed(doc: &Value, schema: &Value) -> bool {
+    let mut s = schema;
+    while let Some(r) = s["$ref"].as_str() {
+        let name = r.rsplit('/').next().unwrap_or_default();
+        s = &doc["components"]["schemas"][name];
+    }
+    if s["properties"].as_object().is_some_and(|p| !p.is_empty()) {
+        return true;
+    }
+    for k in ["anyOf", "oneOf", "allOf"] {
+        if let Some(all) = s[k].as_array() {
+            return all.iter().all(|x| typed(doc, x));
+        }
+    }
+    match s["type"].as_str() {
+        Some("array") => typed(doc, &s["items"]),
+        Some("string" | "integer" | "number" | "boolean") => true,
+        _ => false,
+    }
+}
+
+/// Every request body and 2xx response of the document, and the ones a generated client would
+/// get as a bare dictionary. Non-JSON media (ZIP, CSV, PNG, multipart uploads) count as typed.
+fn untyped_operations(doc: &Value) -> (usize, Vec<String>) {
+    let mut total = 0;
+    let mut untyped = Vec::new();
+    let json_schema = |content: &Value| -> Option<Value> {
+        let (ct, media) = content.as_object()?.iter().next()?;
+        ct.contains("json").then(|| media["schema"].clone())
+    };
+    for (path, item) in doc["paths"].as_object().into_iter().flatten() {
+        for (method, op) in item.as_object().into_iter().flatten() {
+            if let Some(body) = op.get("requestBody") {
+                total += 1;
+                if let Some(schema) = json_schema(&body["content"])
+                    && !typed(doc, &schema)
+                {
+                    untyped.push(format!("{method} {path} request body"));
+                }
+            }
+            for (code, resp) in op["responses"].as_object().into_iter().flatten() {
+                if !code.starts_with('2') {
+                    continue;
+                }
+                total += 1;
+                if let Some(schema) = resp.get("content").and_then(json_schema)
+                    && !typed(doc, &schema)
+                {
+                    untyped.push(format!("{method} {path} {code}"));
+                }
+            }
+        }
+    }
+    (total, untyped)
+}
+
+/// The typed share of the contract only grows: this floor is raised as endpoints are typed.
+const TYPED_FLOOR: f64 = 0.70;
+
+#[tokio::test]
+async fn openapi_document_is_typed_and_matches_its_snapshot() -> anyhow::Result<()> {
+    let server = TestServer::builder().start().await?;
+    let doc: Value = server
+        .client()
+        .get(server.url("/api/v1/_openapi"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let (total, untyped) = untyped_operations(&doc);
+    let share = 1.0 - untyped.len() as f64 / total as f64;
+    println!(
+        "typed request bodies and 2xx responses: {} of {total} ({:.1} %); untyped:\n  {}",
+        total - untyped.len(),
+        share * 100.0,
+        untyped.join("\n  ")
+    );
+    assert!(
+        share >= TYPED_FLOOR,
+        "only {:.1} % typed, below the floor of {:.1} %",
+        share * 100.0,
+        TYPED_FLOOR * 100.0
+    );
+
+    // The document is kept in the repository, so every contract change shows in review.
+    let snapshot = concat!(env!("CARGO_MANIFEST_DIR"), "/openapi.json");
+    let served = serde_json::to_string_pretty(&doc)? + "\n";
+    if std::env::var_os("UPDATE_OPENAPI_SNAPSHOT").is_some() {
+        std::fs::write(snapshot, &served)?;
+    }
+    let kept: Value = std::fs::read_to_string(snapshot)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    if kept != doc {
+        let fresh = std::env::temp_dir().join("liteset-openapi.json");
+        std::fs::write(&fresh, &served)?;
+        panic!(
+            "the served OpenAPI document differs from tests/openapi.json (new one: {}). If the \
+             change is intended, rerun with UPDATE_OPENAPI_SNAPSHOT=1 and commit it.",
+            fresh.display()
+        );
+    }
+    Ok(())
+}
+
 both_backends! {
     async fn malformed_bodies_get_400_in_superset_envelopes(meta: Metadata) -> anyhow::Result<()> {
         let server = TestServer::builder().metadata(meta).start().await?;

@@ -13,10 +13,11 @@ use serde_json::json;
 use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
-use super::resource::{self, JsonValue};
-use crate::state::AppState;
+use super::resource;
+use super::wire::Message;
 use crate::assets::{self, ImportAccess, ImportOptions, Kind};
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::catalog::Grants;
 use crate::store::model::{Pred, Record};
 
@@ -166,7 +167,7 @@ pub async fn import(
     kind: Kind,
     user: Arc<CurrentUser>,
     mut form: ImportForm,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<Message>, ApiError> {
     let user_id = user.user.id;
     let access = UserAccess::of(state, auth, user).await?;
     let Some(upload) = form.form_data.take().or(form.bundle.take()) else {
@@ -222,7 +223,9 @@ pub async fn import(
         elapsed_ms = started.elapsed().as_millis() as u64,
         "bundle imported"
     );
-    Ok(Json(json!({"message": "OK"})))
+    Ok(Json(Message {
+        message: "OK".to_owned(),
+    }))
 }
 
 /// `/api/v1/assets/`: every catalog object at once.
@@ -241,7 +244,7 @@ impl AssetsApi {
 
     /// Import a bundle of any assets (records with a known uuid are replaced).
     #[oai(path = "/import", method = "post", operation_id = "assets_import")]
-    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_import_", "ImportExportRestApi").await?;
         import(&self.state, &auth, Kind::Assets, user, form).await

@@ -5,16 +5,21 @@ use std::sync::Arc;
 use poem::http::StatusCode;
 use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
-use crate::state::AppState;
+use super::resource::{self, BodyField, BodyType, Spec, body, common_computed};
+use super::wire::{
+    Body, Created, DistinctResponse, FavoriteStatusResponse, InfoResponse, List, Message, PostBody,
+    PutBody, RelatedResponse, Reply, ResultOk, Saved, Show, Wire,
+};
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, CHART, DATASET};
 use crate::store::model::{Pred, Record};
@@ -47,6 +52,7 @@ const BODY: &[BodyField] = &[
 
 /// The chart resource.
 pub static SPEC: Spec = Spec {
+    name: "Chart",
     model: &CHART,
     view_menu: "Chart",
     noun: "chart",
@@ -180,7 +186,21 @@ pub static SPEC: Spec = Spec {
     related: &["owners", "created_by", "changed_by", "dashboards"],
     distinct: &["slice_name", "viz_type", "datasource_name"],
     permissions: &["can_read", "can_write", "can_export", "can_warm_up_cache"],
+    computed: &[
+        ("url", Wire::Str),
+        ("slice_url", Wire::Str),
+        ("edit_url", Wire::Str),
+        ("thumbnail_url", Wire::Str),
+        ("form_data", Wire::Object),
+        ("description_markeddown", Wire::Str),
+        ("datasource_name_text", Wire::Str),
+        ("datasource_url", Wire::Str),
+        ("datasource_uuid", Wire::Str),
+        ("tags", Wire::ObjectList),
+    ],
 };
+
+crate::wire_resource!(Chart, SPEC);
 
 const fn listquery_max() -> i64 {
     super::listquery::FAB_API_MAX_PAGE_SIZE
@@ -439,7 +459,7 @@ impl ChartApi {
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "chart_import")]
-    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         assets::import(&self.state, &auth, Kind::Chart, user, form).await
     }
@@ -454,7 +474,7 @@ impl ChartApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<FavoriteStatusResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::favorite_status(&self.state, FAVORITE_CLASS, &user, q.0.as_deref()).await
     }
@@ -465,7 +485,7 @@ impl ChartApi {
         method = "post",
         operation_id = "chart_favorite_add"
     )]
-    async fn favorite_add(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn favorite_add(&self, auth: Auth, pk: Path<String>) -> Result<Json<ResultOk>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::set_favorite(&self.state, FAVORITE_CLASS, &user, id, true).await
@@ -477,7 +497,11 @@ impl ChartApi {
         method = "delete",
         operation_id = "chart_favorite_remove"
     )]
-    async fn favorite_remove(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn favorite_remove(
+        &self,
+        auth: Auth,
+        pk: Path<String>,
+    ) -> Result<Json<ResultOk>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::set_favorite(&self.state, FAVORITE_CLASS, &user, id, false).await
@@ -485,7 +509,11 @@ impl ChartApi {
 
     /// List charts (FAB list protocol).
     #[oai(path = "/", method = "get", operation_id = "chart_list")]
-    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn list(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<Chart>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::chart_scope(&user.grants());
         resource::list(
@@ -502,7 +530,11 @@ impl ChartApi {
 
     /// Metadata for building forms and filters.
     #[oai(path = "/_info", method = "get", operation_id = "chart_info")]
-    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn info(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
@@ -514,7 +546,7 @@ impl ChartApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<RelatedResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
@@ -530,7 +562,7 @@ impl ChartApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::chart_scope(&user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
@@ -543,7 +575,7 @@ impl ChartApi {
         auth: Auth,
         pk: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<Chart>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
@@ -551,9 +583,13 @@ impl ChartApi {
 
     /// Create a chart.
     #[oai(path = "/", method = "post", operation_id = "chart_post")]
-    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<Chart>>>,
+    ) -> Result<Created<Saved<Chart>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0.value, true)?;
         resource::check_links(&self.state, &SPEC, &changes).await?;
         self.with_datasource(&mut changes).await?;
         self.check_reach(&user, &changes, &[]).await?;
@@ -570,9 +606,9 @@ impl ChartApi {
             .save(&CHART, None, &changes, Some(user.user.id))
             .await?;
         tracing::info!(chart_id = id, "chart created");
-        Ok(Saved::Created(poem_openapi::payload::Json(
-            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
-        )))
+        Ok(Created::new(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0.value)}),
+        ))
     }
 
     /// Update a chart (owners and admins).
@@ -581,12 +617,12 @@ impl ChartApi {
         &self,
         auth: Auth,
         pk: Path<String>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<Chart>>>,
+    ) -> Result<Reply<Saved<Chart>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
-        let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0.value, false)?;
         resource::keep_owner(&mut changes, &user);
         resource::check_links(&self.state, &SPEC, &changes).await?;
         self.with_datasource(&mut changes).await?;
@@ -609,19 +645,21 @@ impl ChartApi {
             .store
             .save(&CHART, Some(id), &changes, Some(user.user.id))
             .await?;
-        Ok(Saved::Ok(poem_openapi::payload::Json(
-            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
-        )))
+        Ok(Reply::new(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0.value)}),
+        ))
     }
 
     /// Delete a chart (owners and admins).
     #[oai(path = "/:pk", method = "delete", operation_id = "chart_delete")]
-    async fn delete(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn delete(&self, auth: Auth, pk: Path<String>) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_records(&CHART, &[id]).await?;
-        Ok(poem_openapi::payload::Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Delete several charts: `?q=!(1,2)`.
@@ -630,7 +668,7 @@ impl ChartApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
         resource::ensure_changeable(&self.state, &SPEC, &ids, &user).await?;

@@ -14,10 +14,14 @@ use super::assets::{self, ImportForm, ZipFile};
 use super::chart;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
-use crate::state::AppState;
+use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
+use super::wire::{
+    Body, Columns, Created, DistinctResponse, FavoriteStatusResponse, IdResult, InfoResponse, List,
+    Message, Nullable, PostBody, PutBody, RelatedResponse, Reply, ResultOf, ResultOk, Saved, Wire,
+};
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, CHART, DASHBOARD};
 use crate::store::model::{Pred, Record};
@@ -43,6 +47,7 @@ const BODY: &[BodyField] = &[
 
 /// The dashboard resource.
 pub static SPEC: Spec = Spec {
+    name: "Dashboard",
     model: &DASHBOARD,
     view_menu: "Dashboard",
     noun: "dashboard",
@@ -126,7 +131,52 @@ pub static SPEC: Spec = Spec {
     related: &["owners", "created_by", "changed_by", "roles"],
     distinct: &["dashboard_title", "slug"],
     permissions: &["can_read", "can_write", "can_export", "can_set_embedded"],
+    computed: &[
+        ("url", Wire::Str),
+        ("status", Wire::Str),
+        ("thumbnail_url", Wire::Str),
+        ("tags", Wire::ObjectList),
+        ("theme", Wire::Object),
+        ("charts", Wire::StrList),
+    ],
 };
+
+crate::wire_resource!(Dashboard, SPEC);
+
+/// What `GET /dashboard/<id_or_slug>` answers (the dashboard page's own columns).
+pub struct Detail;
+
+impl Columns for Detail {
+    type Of = Dashboard;
+    const NAME: &'static str = "DashboardDetail";
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "slug",
+        "url",
+        "dashboard_title",
+        "thumbnail_url",
+        "published",
+        "css",
+        "theme",
+        "json_metadata",
+        "position_json",
+        "certified_by",
+        "certification_details",
+        "changed_by_name",
+        "changed_by",
+        "changed_on",
+        "created_by",
+        "charts",
+        "owners",
+        "roles",
+        "tags",
+        "changed_on_delta_humanized",
+        "created_on_delta_humanized",
+        "is_managed_externally",
+        "uuid",
+        "description",
+    ];
+}
 
 fn custom(f: &super::listquery::Filter, user: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     let uid = Value::Int(user.map_or(0, |u| u.user.id));
@@ -322,7 +372,7 @@ impl DashboardApi {
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "dashboard_import")]
-    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         assets::import(&self.state, &auth, Kind::Dashboard, user, form).await
     }
@@ -337,7 +387,7 @@ impl DashboardApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<FavoriteStatusResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::favorite_status(&self.state, FAVORITE_CLASS, &user, q.0.as_deref()).await
     }
@@ -348,7 +398,7 @@ impl DashboardApi {
         method = "post",
         operation_id = "dashboard_favorite_add"
     )]
-    async fn favorite_add(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn favorite_add(&self, auth: Auth, pk: Path<String>) -> Result<Json<ResultOk>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::set_favorite(&self.state, FAVORITE_CLASS, &user, id, true).await
@@ -360,7 +410,11 @@ impl DashboardApi {
         method = "delete",
         operation_id = "dashboard_favorite_remove"
     )]
-    async fn favorite_remove(&self, auth: Auth, pk: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn favorite_remove(
+        &self,
+        auth: Auth,
+        pk: Path<String>,
+    ) -> Result<Json<ResultOk>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&pk.0, &user).await?;
         resource::set_favorite(&self.state, FAVORITE_CLASS, &user, id, false).await
@@ -368,7 +422,11 @@ impl DashboardApi {
 
     /// List dashboards.
     #[oai(path = "/", method = "get", operation_id = "dashboard_list")]
-    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn list(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<Dashboard>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
         resource::list(
@@ -385,7 +443,11 @@ impl DashboardApi {
 
     /// Form and filter metadata.
     #[oai(path = "/_info", method = "get", operation_id = "dashboard_info")]
-    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn info(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
@@ -401,7 +463,7 @@ impl DashboardApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<RelatedResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
@@ -417,7 +479,7 @@ impl DashboardApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
@@ -425,7 +487,11 @@ impl DashboardApi {
 
     /// One dashboard, by id or slug.
     #[oai(path = "/:key", method = "get", operation_id = "dashboard_get")]
-    async fn get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn get(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Reply<IdResult<Detail>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self
@@ -437,35 +503,8 @@ impl DashboardApi {
                 &["owners", "roles", "slices", "created_by", "changed_by"],
             )
             .await?;
-        let cols = [
-            "id",
-            "slug",
-            "url",
-            "dashboard_title",
-            "thumbnail_url",
-            "published",
-            "css",
-            "theme",
-            "json_metadata",
-            "position_json",
-            "certified_by",
-            "certification_details",
-            "changed_by_name",
-            "changed_by",
-            "changed_on",
-            "created_by",
-            "charts",
-            "owners",
-            "roles",
-            "tags",
-            "changed_on_delta_humanized",
-            "created_on_delta_humanized",
-            "is_managed_externally",
-            "uuid",
-            "description",
-        ];
-        let result = resource::render(&DASHBOARD, &rec, &cols, &computed);
-        Ok(Json(json!({"id": id, "result": result})))
+        let result = resource::render(&DASHBOARD, &rec, Detail::COLUMNS, &computed);
+        Ok(Reply::new(json!({"id": id, "result": result})))
     }
 
     /// The dashboard's charts with their form data.
@@ -474,7 +513,11 @@ impl DashboardApi {
         method = "get",
         operation_id = "dashboard_charts"
     )]
-    async fn charts(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn charts(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<ResultOf<Vec<DashboardChart>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self
@@ -484,26 +527,27 @@ impl DashboardApi {
             .await?;
         let ids: Vec<i64> = rec.related("slices").iter().map(|s| s.id).collect();
         let charts = self.state.store.load(&CHART, &ids, &[]).await?;
-        let result: Vec<Json_> = charts
+        let result = charts
             .iter()
-            .map(|c| {
-                json!({
-                    "id": c.id,
-                    "slice_name": c.text("slice_name"),
-                    "cache_timeout": c.get::<i64>("cache_timeout"),
-                    "changed_on": c.get::<chrono::NaiveDateTime>("changed_on").map(resource::iso),
-                    "description": c.get::<String>("description"),
-                    "description_markeddown": c.text("description"),
-                    "form_data": chart::form_data(c),
-                    "slice_url": format!("/explore/?slice_id={}", c.id),
-                    "certified_by": c.get::<String>("certified_by"),
-                    "certification_details": c.get::<String>("certification_details"),
-                    "viz_type": c.text("viz_type"),
-                    "uuid": c.text("uuid"),
-                })
+            .map(|c| DashboardChart {
+                id: c.id,
+                slice_name: c.text("slice_name").to_owned(),
+                cache_timeout: c.get::<i64>("cache_timeout").into(),
+                changed_on: c
+                    .get::<chrono::NaiveDateTime>("changed_on")
+                    .map(resource::iso)
+                    .into(),
+                description: c.get::<String>("description").into(),
+                description_markeddown: c.text("description").to_owned(),
+                form_data: poem_openapi::types::Any(chart::form_data(c)),
+                slice_url: format!("/explore/?slice_id={}", c.id),
+                certified_by: c.get::<String>("certified_by").into(),
+                certification_details: c.get::<String>("certification_details").into(),
+                viz_type: c.text("viz_type").to_owned(),
+                uuid: c.text("uuid").to_owned(),
             })
             .collect();
-        Ok(Json(json!({"result": result})))
+        Ok(ResultOf::json(result))
     }
 
     /// The datasets behind the dashboard's charts, as explore sees them.
@@ -554,9 +598,13 @@ impl DashboardApi {
 
     /// Create a dashboard.
     #[oai(path = "/", method = "post", operation_id = "dashboard_post")]
-    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<Dashboard>>>,
+    ) -> Result<Created<Saved<Dashboard>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0.value, true)?;
         self.validate(&mut changes, None).await?;
         resource::with_creator(&mut changes, user.user.id);
         let id = self
@@ -564,9 +612,9 @@ impl DashboardApi {
             .store
             .save(&DASHBOARD, None, &changes, Some(user.user.id))
             .await?;
-        Ok(Saved::Created(Json(
-            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
-        )))
+        Ok(Created::new(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0.value)}),
+        ))
     }
 
     /// Update a dashboard (owners and admins).
@@ -575,33 +623,35 @@ impl DashboardApi {
         &self,
         auth: Auth,
         key: Path<String>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<Dashboard>>>,
+    ) -> Result<Reply<Saved<Dashboard>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
-        let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0.value, false)?;
         resource::keep_owner(&mut changes, &user);
         self.validate(&mut changes, Some(id)).await?;
         self.state
             .store
             .save(&DASHBOARD, Some(id), &changes, Some(user.user.id))
             .await?;
-        let mut result = resource::echo(&SPEC, &body.0);
+        let mut result = resource::echo(&SPEC, &body.0.value);
         result["last_modified_time"] = json!(chrono::Utc::now().timestamp());
-        Ok(Saved::Ok(Json(
+        Ok(Reply::new(
             json!({"id": id, "result": result, "last_modified_time": chrono::Utc::now().timestamp()}),
-        )))
+        ))
     }
 
     /// Delete a dashboard (owners and admins).
     #[oai(path = "/:key", method = "delete", operation_id = "dashboard_delete")]
-    async fn delete(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn delete(&self, auth: Auth, key: Path<String>) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_records(&DASHBOARD, &[id]).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Delete several dashboards: `?q=!(1,2)`.
@@ -610,7 +660,7 @@ impl DashboardApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
         resource::ensure_changeable(&self.state, &SPEC, &ids, &user).await?;
@@ -723,12 +773,18 @@ impl DashboardApi {
         method = "delete",
         operation_id = "dashboard_embedded_delete"
     )]
-    async fn embedded_delete(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn embedded_delete(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<Message>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_set_embedded", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         self.state.store.delete_embedded(id).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 }
 
@@ -990,4 +1046,33 @@ mod tests {
             })
         );
     }
+}
+
+/// A chart of `GET /dashboard/<id>/charts`, with its form data.
+#[derive(poem_openapi::Object)]
+pub struct DashboardChart {
+    /// The chart's id.
+    pub id: i64,
+    /// Its name.
+    pub slice_name: String,
+    /// Its cache timeout in seconds.
+    pub cache_timeout: Nullable<i64>,
+    /// When it last changed (ISO).
+    pub changed_on: Nullable<String>,
+    /// Its description.
+    pub description: Nullable<String>,
+    /// Its description as HTML.
+    pub description_markeddown: String,
+    /// Its form data (the saved `params` with its datasource and id).
+    pub form_data: poem_openapi::types::Any<Json_>,
+    /// Where explore opens it.
+    pub slice_url: String,
+    /// Who certified it.
+    pub certified_by: Nullable<String>,
+    /// The certification's details.
+    pub certification_details: Nullable<String>,
+    /// Its visualization type.
+    pub viz_type: String,
+    /// Its uuid.
+    pub uuid: String,
 }

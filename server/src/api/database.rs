@@ -6,20 +6,24 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed};
-use crate::state::AppState;
+use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
+use super::wire::{
+    Body, Created, DistinctResponse, InfoResponse, List, Message, Nullable, PostBody, PutBody,
+    RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
+};
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::engines::{ConnectionSpec, EngineError};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, CHART, DASHBOARD, DATABASE, DATASET};
 use crate::store::model::{Op, Pred, Record};
@@ -46,6 +50,7 @@ const BODY: &[BodyField] = &[
 
 /// The database resource.
 pub static SPEC: Spec = Spec {
+    name: "Database",
     model: &DATABASE,
     view_menu: "Database",
     noun: "database",
@@ -131,7 +136,22 @@ pub static SPEC: Spec = Spec {
     related: &["created_by", "changed_by"],
     distinct: &["database_name"],
     permissions: &["can_read", "can_write", "can_export", "can_upload"],
+    computed: &[
+        ("allows_cost_estimate", Wire::Bool),
+        ("allows_subquery", Wire::Bool),
+        ("allows_virtual_table_explore", Wire::Bool),
+        ("backend", Wire::Str),
+        ("driver", Wire::Str),
+        ("explore_database_id", Wire::Int),
+        ("disable_data_preview", Wire::Bool),
+        ("disable_drill_to_detail", Wire::Bool),
+        ("allow_multi_catalog", Wire::Bool),
+        ("configuration_method", Wire::Str),
+        ("engine_information", Wire::Object),
+    ],
 };
+
+crate::wire_resource!(Database, SPEC);
 
 fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     let on = !matches!(f.value, Json_::Bool(false));
@@ -540,14 +560,18 @@ impl DatabaseApi {
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "database_import")]
-    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         assets::import(&self.state, &auth, Kind::Database, user, form).await
     }
 
     /// List database connections.
     #[oai(path = "/", method = "get", operation_id = "database_list")]
-    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn list(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<Database>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::database_scope(&user.grants());
         resource::list(
@@ -564,7 +588,11 @@ impl DatabaseApi {
 
     /// Form and filter metadata.
     #[oai(path = "/_info", method = "get", operation_id = "database_info")]
-    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn info(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
@@ -580,7 +608,7 @@ impl DatabaseApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<RelatedResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
@@ -596,7 +624,7 @@ impl DatabaseApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::database_scope(&user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
@@ -609,7 +637,7 @@ impl DatabaseApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<Database>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
@@ -642,9 +670,13 @@ impl DatabaseApi {
 
     /// Create a database connection (tested first).
     #[oai(path = "/", method = "post", operation_id = "database_post")]
-    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<Database>>>,
+    ) -> Result<Created<Saved<Database>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        let (mut changes, password, uri) = self.prepare(&body.0, None).await?;
+        let (mut changes, password, uri) = self.prepare(&body.0.value, None).await?;
         if let Some(uri) = &uri {
             self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
         }
@@ -661,9 +693,9 @@ impl DatabaseApi {
             .await?;
         tracing::info!(database_id = id, "database created");
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
-        Ok(Saved::Created(Json(
-            json!({"id": id, "result": self.result(&body.0, &rec)}),
-        )))
+        Ok(Created::new(
+            json!({"id": id, "result": self.result(&body.0.value, &rec)}),
+        ))
     }
 
     /// Update a database connection.
@@ -672,11 +704,11 @@ impl DatabaseApi {
         &self,
         auth: Auth,
         pk: Path<i64>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<Database>>>,
+    ) -> Result<Reply<Saved<Database>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
-        let (mut changes, password, uri) = self.prepare(&body.0, Some(id)).await?;
+        let (mut changes, password, uri) = self.prepare(&body.0.value, Some(id)).await?;
         if let Some(uri) = &uri {
             self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
         }
@@ -689,14 +721,14 @@ impl DatabaseApi {
             .await?;
         self.state.engines.forget(id);
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
-        Ok(Saved::Ok(Json(
-            json!({"id": id, "result": self.result(&body.0, &rec)}),
-        )))
+        Ok(Reply::new(
+            json!({"id": id, "result": self.result(&body.0.value, &rec)}),
+        ))
     }
 
     /// Delete a database connection without datasets.
     #[oai(path = "/:pk", method = "delete", operation_id = "database_delete")]
-    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         match self.state.store.delete_database(id).await {
@@ -706,7 +738,9 @@ impl DatabaseApi {
             other => other?,
         }
         self.state.engines.forget(id);
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Test connection settings without saving them.
@@ -719,7 +753,7 @@ impl DatabaseApi {
         &self,
         auth: Auth,
         body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let Some(raw) = body.0.get("sqlalchemy_uri").and_then(Json_::as_str) else {
             return Err(ApiError::fields(
@@ -750,7 +784,9 @@ impl DatabaseApi {
             }
         }
         self.test(&uri, StatusCode::BAD_REQUEST).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Schemas of the database.
@@ -764,7 +800,7 @@ impl DatabaseApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<Vec<String>>>, ApiError> {
         q_value(q.0.as_deref())?;
         let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
         let mut schemas = self
@@ -774,7 +810,7 @@ impl DatabaseApi {
             .await
             .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
         schemas.retain(|s| reach.schema(s));
-        Ok(Json(json!({"result": schemas})))
+        Ok(ResultOf::json(schemas))
     }
 
     /// The engines a connection can use, as Superset's connection dialog lists them: Liteset's
@@ -795,10 +831,16 @@ impl DatabaseApi {
         method = "get",
         operation_id = "database_function_names"
     )]
-    async fn function_names(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn function_names(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+    ) -> Result<Json<FunctionNames>, ApiError> {
         let spec = self.pk_spec(&auth, pk.0, "can_read").await?;
         let names = crate::engines::function_names(spec.uri.engine);
-        Ok(Json(json!({ "function_names": names })))
+        Ok(Json(FunctionNames {
+            function_names: names.iter().map(|n| (*n).to_owned()).collect(),
+        }))
     }
 
     /// Tables and views of a schema.
@@ -808,7 +850,7 @@ impl DatabaseApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<TablesWire>, ApiError> {
         let v = q_value(q.0.as_deref())?;
         let Some(schema) = v.get("schema_name").and_then(Json_::as_str) else {
             return Err(ApiError::bad_request(
@@ -822,12 +864,19 @@ impl DatabaseApi {
             .tables(&spec, schema)
             .await
             .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
-        let result: Vec<Json_> = tables
+        let result: Vec<TableWire> = tables
             .iter()
             .filter(|t| reach.table(Some(schema), &t.name))
-            .map(|t| json!({"value": t.name, "type": t.kind.as_str(), "extra": Json_::Null}))
+            .map(|t| TableWire {
+                value: t.name.clone(),
+                ty: t.kind.as_str().to_owned(),
+                extra: Nullable(None),
+            })
             .collect();
-        Ok(Json(json!({"count": result.len(), "result": result})))
+        Ok(Json(TablesWire {
+            count: result.len(),
+            result,
+        }))
     }
 
     /// Engine-specific extra metadata of a table (partitions, clustering, …). Neither
@@ -871,7 +920,7 @@ impl DatabaseApi {
         pk: Path<i64>,
         name: Query<Option<String>>,
         schema: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<TableMetadataWire>, ApiError> {
         let Some(table) = name.0.filter(|n| !n.is_empty()) else {
             return Err(ApiError::fields(
                 StatusCode::BAD_REQUEST,
@@ -888,41 +937,63 @@ impl DatabaseApi {
             .table_metadata(&spec, schema.0.as_deref(), &table)
             .await
             .map_err(|e| metadata_error(spec.uri.engine, &table, &e))?;
-        let pk_cols: Vec<String> = meta
-            .primary_key
-            .as_ref()
-            .map(|p| p.column_names.clone())
-            .unwrap_or_default();
-        let columns: Vec<Json_> = meta
+        let primary_key = meta.primary_key.as_ref().map(|p| KeyWire {
+            column_names: p.column_names.clone(),
+            name: p.name.clone().into(),
+            ty: "pk".to_owned(),
+        });
+        let columns = meta
             .columns
             .iter()
-            .map(|c| {
-                let short = c.type_name.split('(').next().unwrap_or("").trim().to_owned();
-                let keys: Vec<Json_> = if pk_cols.contains(&c.name) {
-                    vec![json!({"column_names": pk_cols, "name": meta.primary_key.as_ref().map(|p| p.name.clone()), "type": "pk"})]
-                } else {
-                    vec![]
-                };
-                json!({"name": c.name, "type": short, "longType": c.type_name, "keys": keys, "comment": c.comment})
+            .map(|c| TableColumnWire {
+                name: c.name.clone(),
+                ty: c
+                    .type_name
+                    .split('(')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned(),
+                long_type: c.type_name.clone(),
+                keys: primary_key
+                    .iter()
+                    .filter(|p| p.column_names.contains(&c.name))
+                    .cloned()
+                    .collect(),
+                comment: c.comment.clone().into(),
             })
             .collect();
         let select_star =
             crate::engines::select_star(spec.uri.engine, schema.0.as_deref(), &table, 100);
-        Ok(Json(json!({
-            "name": table,
-            "columns": columns,
-            "selectStar": select_star,
-            "primaryKey": meta.primary_key.as_ref().map(|p| json!({"column_names": p.column_names, "name": p.name, "type": "pk"})),
-            "foreignKeys": meta.foreign_keys.iter().map(|f| json!({
-                "name": f.name, "constrained_columns": f.constrained_columns,
-                "referred_schema": f.referred_schema, "referred_table": f.referred_table,
-                "referred_columns": f.referred_columns, "type": "fk",
-            })).collect::<Vec<_>>(),
-            "indexes": meta.indexes.iter().map(|i| json!({
-                "name": i.name, "column_names": i.column_names, "unique": i.unique, "type": "index",
-            })).collect::<Vec<_>>(),
-            "comment": meta.comment,
-        })))
+        Ok(Json(TableMetadataWire {
+            name: table,
+            columns,
+            select_star,
+            primary_key: primary_key.into(),
+            foreign_keys: meta
+                .foreign_keys
+                .iter()
+                .map(|f| ForeignKeyWire {
+                    name: f.name.clone().into(),
+                    constrained_columns: f.constrained_columns.clone(),
+                    referred_schema: f.referred_schema.clone().into(),
+                    referred_table: f.referred_table.clone(),
+                    referred_columns: f.referred_columns.clone(),
+                    ty: "fk".to_owned(),
+                })
+                .collect(),
+            indexes: meta
+                .indexes
+                .iter()
+                .map(|i| IndexWire {
+                    name: i.name.clone(),
+                    column_names: i.column_names.clone(),
+                    unique: i.unique,
+                    ty: "index".to_owned(),
+                })
+                .collect(),
+            comment: meta.comment.clone().into(),
+        }))
     }
 
     /// `SELECT *` for a table (default schema).
@@ -936,7 +1007,7 @@ impl DatabaseApi {
         auth: Auth,
         pk: Path<i64>,
         table: Path<String>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<String>>, ApiError> {
         self.select_star_in(auth, pk, table, Path(String::new()))
             .await
     }
@@ -953,7 +1024,7 @@ impl DatabaseApi {
         pk: Path<i64>,
         table: Path<String>,
         schema: Path<String>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<String>>, ApiError> {
         let (spec, reach) = self.pk_reach(&auth, pk.0, "can_read").await?;
         let schema = Some(schema.0).filter(|s| !s.is_empty());
         if !reach.table(schema.as_deref(), &table.0) {
@@ -965,7 +1036,7 @@ impl DatabaseApi {
             .await
             .map_err(|e| metadata_error(spec.uri.engine, &table.0, &e))?;
         let sql = crate::engines::select_star(spec.uri.engine, schema.as_deref(), &table.0, 100);
-        Ok(Json(json!({"result": sql})))
+        Ok(ResultOf::json(sql))
     }
 
     /// Charts and dashboards built on the database.
@@ -1099,4 +1170,115 @@ fn available_engines() -> Json_ {
             "supports_oauth2": false,
         },
     ])
+}
+
+/// A primary key (`type: "pk"`), in a table's metadata and its columns' `keys`.
+#[derive(Clone, Object)]
+pub struct KeyWire {
+    /// Its columns.
+    pub column_names: Vec<String>,
+    /// The constraint's name.
+    pub name: Nullable<String>,
+    /// `pk`.
+    #[oai(rename = "type")]
+    pub ty: String,
+}
+
+/// A column of `table_metadata`.
+#[derive(Object)]
+pub struct TableColumnWire {
+    /// The column name.
+    pub name: String,
+    /// The type without its arguments (`VARCHAR`).
+    #[oai(rename = "type")]
+    pub ty: String,
+    /// The full type (`VARCHAR(20)`).
+    #[oai(rename = "longType")]
+    pub long_type: String,
+    /// The keys it is part of.
+    pub keys: Vec<KeyWire>,
+    /// Its comment.
+    pub comment: Nullable<String>,
+}
+
+/// A foreign key of `table_metadata`.
+#[derive(Object)]
+pub struct ForeignKeyWire {
+    /// The constraint's name.
+    pub name: Nullable<String>,
+    /// Its columns in this table.
+    pub constrained_columns: Vec<String>,
+    /// The referred table's schema.
+    pub referred_schema: Nullable<String>,
+    /// The referred table.
+    pub referred_table: String,
+    /// The referred columns.
+    pub referred_columns: Vec<String>,
+    /// `fk`.
+    #[oai(rename = "type")]
+    pub ty: String,
+}
+
+/// An index of `table_metadata`.
+#[derive(Object)]
+pub struct IndexWire {
+    /// The index name.
+    pub name: String,
+    /// Its columns.
+    pub column_names: Vec<String>,
+    /// Whether it is unique.
+    pub unique: bool,
+    /// `index`.
+    #[oai(rename = "type")]
+    pub ty: String,
+}
+
+/// `GET /database/<pk>/table_metadata/`: a table as SQL Lab's schema browser shows it.
+#[derive(Object)]
+pub struct TableMetadataWire {
+    /// The table.
+    pub name: String,
+    /// Its columns.
+    pub columns: Vec<TableColumnWire>,
+    /// A `SELECT *` for it.
+    #[oai(rename = "selectStar")]
+    pub select_star: String,
+    /// Its primary key.
+    #[oai(rename = "primaryKey")]
+    pub primary_key: Nullable<KeyWire>,
+    /// Its foreign keys.
+    #[oai(rename = "foreignKeys")]
+    pub foreign_keys: Vec<ForeignKeyWire>,
+    /// Its indexes.
+    pub indexes: Vec<IndexWire>,
+    /// The table's comment.
+    pub comment: Nullable<String>,
+}
+
+/// `GET /database/<pk>/function_names/`.
+#[derive(Object)]
+pub struct FunctionNames {
+    /// The functions SQL Lab's editor autocompletes.
+    pub function_names: Vec<String>,
+}
+
+/// A table or view of `GET /database/<pk>/tables/`.
+#[derive(Object)]
+pub struct TableWire {
+    /// Its name.
+    pub value: String,
+    /// `table` or `view`.
+    #[oai(rename = "type")]
+    pub ty: String,
+    /// Always null here.
+    pub extra: Nullable<poem_openapi::types::Any<Json_>>,
+}
+
+/// `GET /database/<pk>/tables/`.
+#[derive(Object)]
+pub struct TablesWire {
+    /// How many.
+    pub count: usize,
+    /// The tables and views the caller may see.
+    pub result: Vec<TableWire>,
 }

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::{ApiResponse, Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
@@ -15,12 +15,16 @@ use super::database::{connection_spec, engine_error};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{
-    self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, value_json,
+    self, BodyField, BodyType, JsonValue, Spec, body, common_computed, value_json,
 };
-use crate::state::AppState;
+use super::wire::{
+    Body, Created, DistinctResponse, InfoResponse, List, Message, Obj, PostBody, PutBody,
+    RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
+};
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::engines::{ColumnInfo, EngineError};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, ChildWrite, DATABASE, DATASET, DATASET_COLUMN, DATASET_METRIC};
 use crate::store::model::{Op, Pred, Record};
@@ -64,6 +68,7 @@ const BODY: &[BodyField] = &[
 
 /// The dataset resource.
 pub static SPEC: Spec = Spec {
+    name: "Dataset",
     model: &DATASET,
     view_menu: "Dataset",
     noun: "dataset",
@@ -134,7 +139,18 @@ pub static SPEC: Spec = Spec {
         "can_get_drill_info",
         "can_warm_up_cache",
     ],
+    computed: &[
+        ("datasource_type", Wire::Str),
+        ("explore_url", Wire::Str),
+        ("kind", Wire::Str),
+        ("url", Wire::Str),
+        ("uid", Wire::Str),
+        ("datasource_name", Wire::Str),
+        ("name", Wire::Str),
+    ],
 };
+
+crate::wire_resource!(Dataset, SPEC);
 
 fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     let on = !matches!(f.value, Json_::Bool(false));
@@ -864,14 +880,18 @@ impl DatasetApi {
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "dataset_import")]
-    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         assets::import(&self.state, &auth, Kind::Dataset, user, form).await
     }
 
     /// List datasets.
     #[oai(path = "/", method = "get", operation_id = "dataset_list")]
-    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn list(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<Dataset>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dataset_scope(&user.grants());
         resource::list(
@@ -888,7 +908,11 @@ impl DatasetApi {
 
     /// Form and filter metadata.
     #[oai(path = "/_info", method = "get", operation_id = "dataset_info")]
-    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn info(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
@@ -904,7 +928,7 @@ impl DatasetApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<RelatedResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
@@ -920,7 +944,7 @@ impl DatasetApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let scope = catalog::dataset_scope(&user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
@@ -928,29 +952,33 @@ impl DatasetApi {
 
     /// One dataset with its columns, metrics and database.
     #[oai(path = "/:pk", method = "get", operation_id = "dataset_get")]
-    async fn get(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn get(&self, auth: Auth, pk: Path<i64>) -> Result<Reply<Show<Dataset>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let result = show_json(&self.state, id).await?;
-        Ok(Json(
+        Ok(Reply::new(
             json!({"id": id, "result": result, "show_title": SPEC.show_title}),
         ))
     }
 
     /// Create a dataset; its columns are read from the database.
     #[oai(path = "/", method = "post", operation_id = "dataset_post")]
-    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<Dataset>>>,
+    ) -> Result<Created<Saved<Dataset>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         resource::changes_from_body(
             &SPEC,
-            &body.0,
-            body.0.get("database_id").is_none_or(Json_::is_null),
+            &body.0.value,
+            body.0.value.get("database_id").is_none_or(Json_::is_null),
         )?;
-        let id = self.create(&user, &body.0).await?;
+        let id = self.create(&user, &body.0.value).await?;
         let data = dataset_data(&self.state, id).await?;
-        Ok(Saved::Created(Json(
-            json!({"id": id, "result": resource::echo(&SPEC, &body.0), "data": data}),
-        )))
+        Ok(Created::new(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0.value), "data": data}),
+        ))
     }
 
     /// Update a dataset; `columns`/`metrics` replace the full sets.
@@ -960,12 +988,12 @@ impl DatasetApi {
         auth: Auth,
         pk: Path<i64>,
         override_columns: Query<Option<bool>>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<Dataset>>>,
+    ) -> Result<Reply<Saved<Dataset>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
-        let mut changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0.value, false)?;
         resource::keep_owner(&mut changes, &user);
         resource::check_links(&self.state, &SPEC, &changes).await?;
         if let Some(Value::Int(db)) = changes.get("database").cloned()
@@ -1019,11 +1047,13 @@ impl DatasetApi {
         }
         let columns = body
             .0
+            .value
             .get("columns")
             .map(|c| child_writes(c, "columns", false))
             .transpose()?;
         let metrics = body
             .0
+            .value
             .get("metrics")
             .map(|m| child_writes(m, "metrics", true))
             .transpose()?;
@@ -1056,13 +1086,13 @@ impl DatasetApi {
         if override_columns.0 == Some(true) {
             self.refresh(id).await?;
         }
-        let mut result = resource::echo(&SPEC, &body.0);
+        let mut result = resource::echo(&SPEC, &body.0.value);
         for k in ["columns", "metrics"] {
-            if let Some(v) = body.0.get(k) {
+            if let Some(v) = body.0.value.get(k) {
                 result[k] = v.clone();
             }
         }
-        Ok(Saved::Ok(Json(json!({"id": id, "result": result}))))
+        Ok(Reply::new(json!({"id": id, "result": result})))
     }
 
     /// Re-read the columns from the database.
@@ -1071,22 +1101,26 @@ impl DatasetApi {
         method = "put",
         operation_id = "dataset_refresh"
     )]
-    async fn refresh_columns(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn refresh_columns(&self, auth: Auth, pk: Path<i64>) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.refresh(id).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Delete a dataset.
     #[oai(path = "/:pk", method = "delete", operation_id = "dataset_delete")]
-    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_datasets(&[id]).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Delete several datasets: `?q=!(1,2)`.
@@ -1095,7 +1129,7 @@ impl DatasetApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
         resource::ensure_changeable(&self.state, &SPEC, &ids, &user).await?;
@@ -1114,7 +1148,7 @@ impl DatasetApi {
         auth: Auth,
         pk: Path<i64>,
         cid: Path<i64>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         self.delete_child(auth, pk.0, cid.0, false).await
     }
 
@@ -1129,7 +1163,7 @@ impl DatasetApi {
         auth: Auth,
         pk: Path<i64>,
         mid: Path<i64>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         self.delete_child(auth, pk.0, mid.0, true).await
     }
 
@@ -1194,12 +1228,16 @@ impl DatasetApi {
         method = "post",
         operation_id = "dataset_duplicate"
     )]
-    async fn duplicate(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn duplicate(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<Obj<DuplicateBody>>>,
+    ) -> Result<Duplicated, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_duplicate", SPEC.view_menu).await?;
         let (Some(base), Some(name)) = (
-            body.0.get("base_model_id").and_then(Json_::as_i64),
-            body.0.get("table_name").and_then(Json_::as_str),
+            body.0.value.get("base_model_id").and_then(Json_::as_i64),
+            body.0.value.get("table_name").and_then(Json_::as_str),
         ) else {
             return Err(ApiError::fields(
                 StatusCode::BAD_REQUEST,
@@ -1256,9 +1294,13 @@ impl DatasetApi {
                 None,
             )
             .await?;
-        Ok(Saved::Created(Json(
-            json!({"id": id, "result": {"table_name": name, "base_model_id": base}}),
-        )))
+        Ok(Duplicated::Created(Json(DuplicateSaved {
+            id,
+            result: DuplicateBody {
+                base_model_id: base,
+                table_name: name.to_owned(),
+            },
+        })))
     }
 
     /// The id of the dataset for a table, created when missing.
@@ -1270,8 +1312,8 @@ impl DatasetApi {
     async fn get_or_create(
         &self,
         auth: Auth,
-        body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
+        body: JsonBody<Body<Obj<GetOrCreateBody>>>,
+    ) -> Result<Json<ResultOf<TableId>>, ApiError> {
         let user = resource::authorized(
             &self.state,
             &auth,
@@ -1280,8 +1322,8 @@ impl DatasetApi {
         )
         .await?;
         let (Some(db), Some(table)) = (
-            body.0.get("database_id").and_then(Json_::as_i64),
-            body.0.get("table_name").and_then(Json_::as_str),
+            body.0.value.get("database_id").and_then(Json_::as_i64),
+            body.0.value.get("table_name").and_then(Json_::as_str),
         ) else {
             return Err(ApiError::fields(
                 StatusCode::BAD_REQUEST,
@@ -1290,6 +1332,7 @@ impl DatasetApi {
         };
         let schema = body
             .0
+            .value
             .get("schema")
             .and_then(Json_::as_str)
             .filter(|s| !s.is_empty());
@@ -1306,12 +1349,12 @@ impl DatasetApi {
             .1
             .first()
         {
-            return Ok(Json(json!({"result": {"table_id": id}})));
+            return Ok(ResultOf::json(TableId { table_id: *id }));
         }
-        let mut new_body = body.0.clone();
+        let mut new_body = body.0.value.clone();
         new_body["database"] = json!(db);
         let id = self.create(&user, &new_body).await?;
-        Ok(Json(json!({"result": {"table_id": id}})))
+        Ok(ResultOf::json(TableId { table_id: id }))
     }
 }
 
@@ -1322,7 +1365,7 @@ impl DatasetApi {
         pk: i64,
         child: i64,
         metric: bool,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
@@ -1336,6 +1379,56 @@ impl DatasetApi {
             return Err(ApiError::not_found());
         }
         self.state.store.delete_records(model, &[child]).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
+}
+
+/// The body of `POST /dataset/duplicate`.
+#[derive(Object)]
+pub struct DuplicateBody {
+    /// The virtual dataset to copy.
+    pub base_model_id: i64,
+    /// The copy's name.
+    pub table_name: String,
+}
+
+/// What `POST /dataset/duplicate` answers.
+#[derive(Object)]
+pub struct DuplicateSaved {
+    /// The new dataset's id.
+    pub id: i64,
+    /// The accepted body.
+    pub result: DuplicateBody,
+}
+
+/// 201 with the copy.
+#[derive(ApiResponse)]
+pub enum Duplicated {
+    /// Created.
+    #[oai(status = 201)]
+    Created(Json<DuplicateSaved>),
+}
+
+/// The body of `POST /dataset/get_or_create`.
+#[derive(Object)]
+pub struct GetOrCreateBody {
+    /// The database.
+    pub database_id: i64,
+    /// The table.
+    pub table_name: String,
+    /// Its schema (the default one when absent).
+    #[oai(skip_serializing_if_is_none)]
+    pub schema: Option<String>,
+    /// The owners of a created dataset.
+    #[oai(skip_serializing_if_is_none)]
+    pub owners: Option<Vec<i64>>,
+}
+
+/// `{"table_id": …}`.
+#[derive(Object)]
+pub struct TableId {
+    /// The dataset's id.
+    pub table_id: i64,
 }

@@ -4,7 +4,9 @@
 
 use poem::http::StatusCode;
 use poem::{IntoResponse, Response};
-use poem_openapi::registry::{MetaMediaType, MetaResponse, MetaResponses, Registry};
+use poem_openapi::registry::{
+    MetaMediaType, MetaResponse, MetaResponses, MetaSchema, MetaSchemaRef, Registry,
+};
 use poem_openapi::types::Type;
 use poem_openapi::{ApiResponse, Object};
 use serde_json::{Value, json};
@@ -580,6 +582,10 @@ impl poem::error::ResponseError for ApiError {
     }
 
     fn as_response(&self) -> Response {
+        if !documented(self.status, self.body.shape()) {
+            debug_assert!(false, "undocumented error response: {self}");
+            tracing::error!(error = %self, "undocumented error response");
+        }
         let mut resp = poem::web::Json(self.json())
             .with_status(self.status)
             .into_response();
@@ -597,49 +603,122 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// The body shapes an error can take, as the document names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// `{"msg": …}` (`TokenError`).
+    Msg,
+    /// `{"message": …}` (`MessageError`).
+    Message,
+    /// `{"errors": […]}` (`ErrorsList`).
+    Errors,
+    /// One SIP-40 error as the whole body (`SupersetError`).
+    Error,
+}
+
+impl ErrorBody {
+    fn shape(&self) -> Shape {
+        match self {
+            ErrorBody::Msg(_) => Shape::Msg,
+            ErrorBody::Message(_) => Shape::Message,
+            ErrorBody::Errors(_) => Shape::Errors,
+            ErrorBody::Error(_) => Shape::Error,
+        }
+    }
+}
+
+/// Every error status an operation may answer, what it means, and the bodies it carries:
+/// the one table the document's error responses are written from. [`ApiError::as_response`]
+/// checks each error it sends against it (debug builds panic, so a test catches any drift;
+/// release builds log), so the document and the answers cannot disagree.
+const ERRORS: &[(u16, &str, &[Shape])] = &[
+    (
+        400,
+        "Bad request: malformed body or parameters, or a failed CSRF check",
+        &[Shape::Message, Shape::Errors],
+    ),
+    (
+        401,
+        "Not authenticated (flask-jwt `msg` body, or `message` for bad credentials)",
+        &[Shape::Msg, Shape::Message],
+    ),
+    (
+        403,
+        "Forbidden",
+        &[Shape::Message, Shape::Errors, Shape::Error],
+    ),
+    (404, "Not found", &[Shape::Message, Shape::Errors]),
+    (
+        408,
+        "The query or the request body took too long",
+        &[Shape::Message, Shape::Errors],
+    ),
+    (
+        410,
+        "The results are no longer stored",
+        &[Shape::Message, Shape::Errors],
+    ),
+    (413, "The request body is too large", &[Shape::Message]),
+    (
+        422,
+        "Could not be processed: invalid token, invalid fields or a refused query",
+        &[Shape::Msg, Shape::Message, Shape::Errors],
+    ),
+    (429, "Too many failed attempts", &[Shape::Message]),
+    (500, "Fatal error", &[Shape::Message, Shape::Errors]),
+    (
+        503,
+        "Busy: retry after the `Retry-After` seconds",
+        &[Shape::Message, Shape::Errors],
+    ),
+];
+
+/// Whether `ERRORS` documents this status with this body. 405 answers a method no operation
+/// has, so no operation documents it.
+fn documented(status: StatusCode, shape: Shape) -> bool {
+    status == StatusCode::METHOD_NOT_ALLOWED
+        || ERRORS
+            .iter()
+            .any(|(s, _, shapes)| *s == status.as_u16() && shapes.contains(&shape))
+}
+
 impl ApiResponse for ApiError {
     const BAD_REQUEST_HANDLER: bool = true;
 
     fn meta() -> MetaResponses {
-        let media = |schema| {
-            vec![MetaMediaType {
-                content_type: "application/json",
-                schema,
-            }]
+        let schema = |shape: Shape| match shape {
+            Shape::Msg => MsgBody::schema_ref(),
+            Shape::Message => MessageBody::schema_ref(),
+            Shape::Errors => ErrorsBody::schema_ref(),
+            Shape::Error => SupersetError::schema_ref(),
         };
-        let resp = |status, description, schema| MetaResponse {
-            description,
-            status: Some(status),
-            status_range: None,
-            content: media(schema),
-            headers: vec![],
-        };
-        MetaResponses {
-            responses: vec![
-                resp(
-                    400,
-                    "Bad request: malformed body or parameters, or a failed CSRF check",
-                    ErrorsBody::schema_ref(),
-                ),
-                resp(
-                    401,
-                    "Not authenticated (flask-jwt `msg` body, or `message` for bad credentials)",
-                    MsgBody::schema_ref(),
-                ),
-                resp(403, "Forbidden", MessageBody::schema_ref()),
-                resp(404, "Not found", MessageBody::schema_ref()),
-                resp(
-                    422,
-                    "Could not be processed: invalid token or invalid fields",
-                    MessageBody::schema_ref(),
-                ),
-                resp(429, "Too many failed attempts", MessageBody::schema_ref()),
-                resp(500, "Fatal error", MessageBody::schema_ref()),
-            ],
-        }
+        let responses = ERRORS
+            .iter()
+            .map(|(status, description, shapes)| {
+                let schema = match shapes {
+                    [one] => schema(*one),
+                    many => MetaSchemaRef::Inline(Box::new(MetaSchema {
+                        any_of: many.iter().map(|s| schema(*s)).collect(),
+                        ..MetaSchema::ANY
+                    })),
+                };
+                MetaResponse {
+                    description,
+                    status: Some(*status),
+                    status_range: None,
+                    content: vec![MetaMediaType {
+                        content_type: "application/json",
+                        schema,
+                    }],
+                    headers: vec![],
+                }
+            })
+            .collect();
+        MetaResponses { responses }
     }
 
     fn register(registry: &mut Registry) {
+        SupersetError::register(registry);
         MessageBody::register(registry);
         MsgBody::register(registry);
         ErrorsBody::register(registry);

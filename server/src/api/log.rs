@@ -11,13 +11,14 @@ use std::sync::Arc;
 use poem_openapi::OpenApi;
 use poem_openapi::param::Query;
 use poem_openapi::payload::{Json, PlainText};
-use serde_json::{Value as Json_, json};
+use serde_json::Value as Json_;
 
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{self, Auth};
 use super::listquery;
-use super::resource::{self, JsonValue};
+use super::resource;
+use super::wire::{Message, ResultOf};
 use crate::state::AppState;
 use crate::store::key_value::LogEvent;
 
@@ -176,11 +177,13 @@ impl LogApi {
         auth: Auth,
         req: &poem::Request,
         body: poem::Body,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         // Never an error: the `Result` documents Superset's error responses like every
         // other operation of the API.
         self.record(&auth, req, body, ("can_write", "Log")).await;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// The dashboards and charts the caller opened last, newest first.
@@ -193,7 +196,7 @@ impl LogApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<Vec<Activity>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_recent_activity", "Log").await?;
         let args =
             listquery::decode_q(q.0.as_deref()).map_err(|e| ApiError::bad_request(e.message()))?;
@@ -234,7 +237,7 @@ impl LogApi {
             .store
             .recent_activity(user.user.id, &actions, distinct, page, page_size)
             .await?;
-        let result: Vec<Json_> = rows
+        let result: Vec<Activity> = rows
             .iter()
             .map(|a| {
                 let (item_type, url, title) = match (&a.dashboard, &a.slice) {
@@ -257,16 +260,33 @@ impl LogApi {
                     ),
                     (None, None) => ("", String::new(), String::new()),
                 };
-                json!({
-                    "action": a.action,
-                    "item_type": item_type,
-                    "item_url": url,
-                    "item_title": title,
-                    "time": a.dttm.and_utc().timestamp_millis() as f64,
-                    "time_delta_humanized": resource::humanize(a.dttm),
-                })
+                Activity {
+                    action: a.action.clone(),
+                    item_type: item_type.to_owned(),
+                    item_url: url,
+                    item_title: title,
+                    time: a.dttm.and_utc().timestamp_millis() as f64,
+                    time_delta_humanized: resource::humanize(a.dttm),
+                }
             })
             .collect();
-        Ok(Json(json!({ "result": result })))
+        Ok(ResultOf::json(result))
     }
+}
+
+/// One entry of `GET /log/recent_activity/`.
+#[derive(poem_openapi::Object)]
+pub struct Activity {
+    /// The logged action (`dashboard`, `explore`, …).
+    pub action: String,
+    /// `dashboard` or `slice`.
+    pub item_type: String,
+    /// Where it opens.
+    pub item_url: String,
+    /// Its title.
+    pub item_title: String,
+    /// When, in epoch milliseconds.
+    pub time: f64,
+    /// When, humanized ("2 hours ago").
+    pub time_delta_humanized: String,
 }

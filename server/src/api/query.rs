@@ -16,15 +16,17 @@ use super::extract::{Auth, JsonBody};
 use super::listquery;
 use super::resource::{self, JsonValue, Spec};
 use super::sqllab::{self, query_scope, sees_all_queries, to_dict};
-use crate::state::AppState;
+use super::wire::{DistinctResponse, InfoResponse, List, RelatedResponse, Reply, Show, Wire};
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::QUERY;
 use crate::store::model::{Order, Page, Pred, Record};
 
 /// The query resource.
 pub static SPEC: Spec = Spec {
+    name: "Query",
     model: &QUERY,
     view_menu: "Query",
     noun: "query",
@@ -113,7 +115,10 @@ pub static SPEC: Spec = Spec {
     related: &["database", "user"],
     distinct: &["status"],
     permissions: &["can_read"],
+    computed: &[("sql_tables", Wire::StrList)],
 };
+
+crate::wire_resource!(QueryRes, SPEC);
 
 fn no_custom(_: &listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     Ok(Pred::all())
@@ -149,7 +154,11 @@ pub struct QueryApi {
 impl QueryApi {
     /// List queries (the caller's own, or everyone's with `all_query_access`).
     #[oai(path = "/", method = "get", operation_id = "query_list")]
-    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn list(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<QueryRes>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::list(
             &self.state,
@@ -165,7 +174,11 @@ impl QueryApi {
 
     /// Metadata for building filters.
     #[oai(path = "/_info", method = "get", operation_id = "query_info")]
-    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn info(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
@@ -263,7 +276,7 @@ impl QueryApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<RelatedResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
@@ -279,7 +292,7 @@ impl QueryApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::distinct(
             &self.state,
@@ -298,7 +311,7 @@ impl QueryApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<QueryRes>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         // Out of scope reads as missing, as Superset's base filter makes it.
         resource::in_reach(

@@ -18,8 +18,13 @@ use super::extract::Auth;
 use super::listquery::{
     self, FAB_API_MAX_PAGE_SIZE, FAB_DEFAULT_PAGE_SIZE, Filter, ListQuery, QError,
 };
-use crate::state::AppState;
+use super::wire::{
+    DistinctResponse, DistinctValue, FavoriteStatus, FavoriteStatusResponse, InfoColumn,
+    InfoFilter, InfoResponse, InfoValue, Message, RelatedResponse, RelatedValue, Reply, ResultOk,
+    Schema, Wire, default_ref_columns,
+};
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, Changes, USER_REF};
 use crate::store::model::{Field, Kind, Model, Op, Order, Page, Pred, Record};
@@ -81,6 +86,8 @@ pub const fn body(key: &'static str, ty: BodyType, required: bool) -> BodyField 
 
 /// A resource's declaration.
 pub struct Spec {
+    /// Its name in the OpenAPI document (`Chart` gives `ChartList`, `ChartShow`, …).
+    pub name: &'static str,
     /// The model.
     pub model: &'static Model,
     /// The view menu its permissions are granted on.
@@ -116,6 +123,9 @@ pub struct Spec {
     pub distinct: &'static [&'static str],
     /// Permissions the API defines (for `_info`).
     pub permissions: &'static [&'static str],
+    /// The types of the columns the resource computes itself (its `computed` function), for
+    /// the document; model fields are typed by the model.
+    pub computed: &'static [(&'static str, Wire)],
 }
 
 // ------------------------------------------------------------------------------------------
@@ -269,19 +279,6 @@ pub fn render(
         out.insert(head.to_owned(), v);
     }
     Json_::Object(out)
-}
-
-fn default_ref_columns(target: &Model) -> Vec<&'static str> {
-    if std::ptr::eq(target, &USER_REF) {
-        return vec!["id", "first_name", "last_name"];
-    }
-    target
-        .fields
-        .iter()
-        .filter(|(_, f)| matches!(f, Field::Column { .. } | Field::Computed { .. }))
-        .map(|(n, _)| *n)
-        .filter(|n| !n.contains('.'))
-        .collect()
 }
 
 /// FAB's label: `re.sub("[._]", " ", col).title()`.
@@ -515,7 +512,7 @@ fn wanted<'a>(
 }
 
 /// `GET /<res>/`: FAB's list with the resource's base `scope`.
-pub async fn list(
+pub async fn list<S: Schema>(
     state: &AppState,
     spec: &Spec,
     q: Option<&str>,
@@ -523,7 +520,13 @@ pub async fn list(
     scope: Pred,
     custom: Custom<'_>,
     computed: &(dyn Fn(&Record, &str) -> Option<Json_> + Sync),
-) -> Result<JsonValue, ApiError> {
+) -> Result<Reply<S>, ApiError> {
+    debug_assert!(
+        S::name().starts_with(spec.name),
+        "{} for {}",
+        S::name(),
+        spec.name
+    );
     let lq = list_query(q)?;
     let columns = wanted(&lq.columns, &lq.select_columns, spec.list_columns);
     let order = match lq.order() {
@@ -579,17 +582,23 @@ pub async fn list(
     if lq.wants_key("list_title") {
         out.insert("list_title".into(), json!(spec.list_title));
     }
-    Ok(Json(Json_::Object(out)))
+    Ok(Reply::new(Json_::Object(out)))
 }
 
 /// `GET /<res>/<pk>`: FAB's show of an already authorised record.
-pub async fn show(
+pub async fn show<S: Schema>(
     state: &AppState,
     spec: &Spec,
     id: i64,
     q: Option<&str>,
     computed: &(dyn Fn(&Record, &str) -> Option<Json_> + Sync),
-) -> Result<JsonValue, ApiError> {
+) -> Result<Reply<S>, ApiError> {
+    debug_assert!(
+        S::name().starts_with(spec.name),
+        "{} for {}",
+        S::name(),
+        spec.name
+    );
     let iq = listquery::parse_item_query(q).map_err(|e| q_error(&e))?;
     let columns = wanted(&iq.columns, &iq.select_columns, spec.show_columns);
     let rels = relations_for(spec.model, &columns);
@@ -612,7 +621,7 @@ pub async fn show(
     if iq.wants_key("show_title") {
         out.insert("show_title".into(), json!(spec.show_title));
     }
-    Ok(Json(Json_::Object(out)))
+    Ok(Reply::new(Json_::Object(out)))
 }
 
 fn body_type_name(ty: BodyType) -> &'static str {
@@ -630,33 +639,39 @@ pub async fn info(
     spec: &Spec,
     q: Option<&str>,
     user: &CurrentUser,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<InfoResponse>, ApiError> {
     let iq = listquery::parse_info_query(q).map_err(|e| q_error(&e))?;
-    let mut out = Map::new();
+    let mut out = InfoResponse::default();
     if iq.wants_key("permissions") {
-        let perms: Vec<&str> = spec
-            .permissions
-            .iter()
-            .copied()
-            .filter(|p| user.has(p, spec.view_menu))
-            .collect();
-        out.insert("permissions".into(), json!(perms));
+        out.permissions = Some(
+            spec.permissions
+                .iter()
+                .filter(|p| user.has(p, spec.view_menu))
+                .map(|p| (*p).to_owned())
+                .collect(),
+        );
     }
     if iq.wants_key("filters") {
-        let mut filters = Map::new();
+        let mut filters = BTreeMap::new();
         for (col, customs) in spec.search {
-            let mut ops: Vec<Json_> = customs
+            let mut ops: Vec<InfoFilter> = customs
                 .iter()
-                .map(|(o, n)| json!({"name": n, "operator": o}))
+                .map(|(o, n)| InfoFilter {
+                    name: (*n).to_owned(),
+                    operator: (*o).to_owned(),
+                })
                 .collect();
             for o in generic_ops(spec.model, col) {
                 if let Some((_, name)) = op_of(o) {
-                    ops.push(json!({"name": name, "operator": o}));
+                    ops.push(InfoFilter {
+                        name: name.to_owned(),
+                        operator: (*o).to_owned(),
+                    });
                 }
             }
-            filters.insert((*col).to_owned(), Json_::Array(ops));
+            filters.insert((*col).to_owned(), ops);
         }
-        out.insert("filters".into(), Json_::Object(filters));
+        out.filters = Some(filters);
     }
     for (key, pages) in [
         ("add_columns", &iq.add_columns),
@@ -667,16 +682,19 @@ pub async fn info(
         }
         let mut cols = Vec::new();
         for f in spec.body {
-            let mut c = json!({
-                "name": f.key,
-                "label": label(f.key),
-                "description": "",
-                "type": body_type_name(f.ty),
-                "required": f.required && key == "add_columns",
-                "unique": false,
-            });
+            let mut c = InfoColumn {
+                name: f.key.to_owned(),
+                label: label(f.key),
+                description: String::new(),
+                ty: body_type_name(f.ty).to_owned(),
+                required: f.required && key == "add_columns",
+                unique: false,
+                validate: None,
+                count: None,
+                values: None,
+            };
             if let BodyType::Str(min, max) = f.ty {
-                c["validate"] = json!([format!(
+                c.validate = Some(vec![format!(
                     "<Length(min={min}, max={max}, equal=None, error=None)>"
                 )]);
             }
@@ -684,25 +702,32 @@ pub async fn info(
                 let p = pages.get(f.key).copied().unwrap_or_default();
                 let (count, values) =
                     related_values(state, user, spec, f.key, "", &[], p.page, p.page_size).await?;
-                c["count"] = json!(count);
-                c["values"] = json!(
+                c.count = Some(count);
+                c.values = Some(
                     values
-                        .iter()
-                        .map(|v| json!({"id": v["value"], "value": v["text"]}))
-                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .map(|v| InfoValue {
+                            id: v.value,
+                            value: v.text,
+                        })
+                        .collect(),
                 );
             }
             cols.push(c);
         }
-        out.insert(key.into(), Json_::Array(cols));
+        if key == "add_columns" {
+            out.add_columns = Some(cols);
+        } else {
+            out.edit_columns = Some(cols);
+        }
     }
     if iq.wants_key("add_title") {
-        out.insert("add_title".into(), json!(spec.add_title));
+        out.add_title = Some(spec.add_title.to_owned());
     }
     if iq.wants_key("edit_title") {
-        out.insert("edit_title".into(), json!(spec.edit_title));
+        out.edit_title = Some(spec.edit_title.to_owned());
     }
-    Ok(Json(Json_::Object(out)))
+    Ok(Json(out))
 }
 
 /// The records of `target` within the user's reach: Superset's base filters of the catalog
@@ -730,7 +755,7 @@ async fn related_values(
     include: &[i64],
     page: Option<u64>,
     page_size: Option<i64>,
-) -> Result<(i64, Vec<Json_>), ApiError> {
+) -> Result<(i64, Vec<RelatedValue>), ApiError> {
     let target = match spec.model.field(col) {
         Some(Field::ToOne { target, .. } | Field::ToMany { target, .. }) => *target,
         _ => return Err(ApiError::not_found()),
@@ -747,12 +772,12 @@ async fn related_values(
         let users = state.store.load(&USER_REF, &ids, &[]).await?;
         let values = users
             .iter()
-            .map(|u| {
-                json!({
-                    "value": u.id,
-                    "text": user_name(u),
-                    "extra": {"email": u.text("email"), "active": u.flag("active")},
-                })
+            .map(|u| RelatedValue {
+                value: u.id,
+                text: user_name(u).as_str().unwrap_or_default().to_owned(),
+                extra: poem_openapi::types::Any(
+                    json!({"email": u.text("email"), "active": u.flag("active")}),
+                ),
             })
             .collect();
         return Ok((count, values));
@@ -795,7 +820,11 @@ async fn related_values(
     Ok((
         count,
         recs.iter()
-            .map(|r| json!({"value": r.id, "text": r.text(label_field), "extra": {}}))
+            .map(|r| RelatedValue {
+                value: r.id,
+                text: r.text(label_field).to_owned(),
+                extra: poem_openapi::types::Any(json!({})),
+            })
             .collect(),
     ))
 }
@@ -807,7 +836,7 @@ pub async fn related(
     col: &str,
     q: Option<&str>,
     user: &CurrentUser,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<RelatedResponse>, ApiError> {
     if !spec.related.contains(&col) {
         return Err(ApiError::not_found());
     }
@@ -828,7 +857,7 @@ pub async fn related(
     }
     let (count, result) =
         related_values(state, user, spec, col, filter, &include, page, page_size).await?;
-    Ok(Json(json!({"count": count, "result": result})))
+    Ok(Json(RelatedResponse { count, result }))
 }
 
 /// `GET /<res>/distinct/<col>`.
@@ -838,7 +867,7 @@ pub async fn distinct(
     col: &str,
     q: Option<&str>,
     scope: Pred,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<DistinctResponse>, ApiError> {
     if !spec.distinct.contains(&col) {
         return Err(ApiError::not_found());
     }
@@ -858,11 +887,14 @@ pub async fn distinct(
         .store
         .distinct(spec.model, col, filter, &scope, page)
         .await?;
-    let result: Vec<Json_> = values
+    let result = values
         .iter()
-        .map(|v| json!({"text": value_json(v), "value": value_json(v)}))
+        .map(|v| DistinctValue {
+            text: poem_openapi::types::Any(value_json(v)),
+            value: poem_openapi::types::Any(value_json(v)),
+        })
         .collect();
-    Ok(Json(json!({"count": count, "result": result})))
+    Ok(Json(DistinctResponse { count, result }))
 }
 
 /// Parses the ids of a bulk delete (`?q=!(1,2)`).
@@ -1093,14 +1125,17 @@ pub async fn favorite_status(
     class: &str,
     user: &CurrentUser,
     q: Option<&str>,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<FavoriteStatusResponse>, ApiError> {
     let ids = ids_query(q)?;
     let favs = state.store.favorites(user.user.id, class, &ids).await?;
-    let result: Vec<Json_> = ids
+    let result = ids
         .iter()
-        .map(|id| json!({"id": id, "value": favs.contains(id)}))
+        .map(|id| FavoriteStatus {
+            id: *id,
+            value: favs.contains(id),
+        })
         .collect();
-    Ok(Json(json!({ "result": result })))
+    Ok(Json(FavoriteStatusResponse { result }))
 }
 
 /// `POST|DELETE /<res>/<pk>/favorites/` on a record already checked to be in reach.
@@ -1110,18 +1145,22 @@ pub async fn set_favorite(
     user: &CurrentUser,
     id: i64,
     on: bool,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<ResultOk>, ApiError> {
     state
         .store
         .set_favorite(user.user.id, class, id, on)
         .await?;
-    Ok(Json(json!({"result": "OK"})))
+    Ok(Json(ResultOk {
+        result: "OK".to_owned(),
+    }))
 }
 
 /// `{"message": "Deleted 2 charts"}`.
-pub fn deleted(spec: &Spec, n: u64) -> JsonValue {
+pub fn deleted(spec: &Spec, n: u64) -> Json<Message> {
     let plural = if n == 1 { "" } else { "s" };
-    Json(json!({"message": format!("Deleted {n} {}{plural}", spec.noun)}))
+    Json(Message {
+        message: format!("Deleted {n} {}{plural}", spec.noun),
+    })
 }
 
 /// Whether the user may change a record: admins, and owners (or its creator when it has no

@@ -7,6 +7,7 @@ use chrono::NaiveDateTime;
 use poem::http::StatusCode;
 use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
+use poem_openapi::payload::Json;
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
@@ -14,13 +15,15 @@ use super::assets::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::listquery;
-use super::resource::{
-    self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, humanize,
+use super::resource::{self, BodyField, BodyType, Spec, body, common_computed, humanize};
+use super::wire::{
+    Body, Created, DistinctResponse, FavoriteStatusResponse, InfoResponse, List, Message, PostBody,
+    PutBody, RelatedResponse, Reply, Saved, Show, Wire,
 };
-use crate::state::AppState;
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{DATABASE, SAVED_QUERY};
 use crate::store::model::{Pred, Record};
@@ -44,6 +47,7 @@ const BODY: &[BodyField] = &[
 
 /// The saved query resource.
 pub static SPEC: Spec = Spec {
+    name: "SavedQuery",
     model: &SAVED_QUERY,
     view_menu: "SavedQuery",
     noun: "saved query",
@@ -126,7 +130,15 @@ pub static SPEC: Spec = Spec {
     related: &["database", "created_by", "changed_by"],
     distinct: &["catalog", "schema"],
     permissions: &["can_read", "can_write", "can_export"],
+    computed: &[
+        ("sql_tables", Wire::StrList),
+        ("extra", Wire::Object),
+        ("tags", Wire::ObjectList),
+        ("last_run_delta_humanized", Wire::Str),
+    ],
 };
+
+crate::wire_resource!(SavedQuery, SPEC);
 
 /// Superset's `FavStarClassName` for saved queries.
 const FAVORITE_CLASS: &str = "query";
@@ -237,7 +249,11 @@ impl SavedQueryApi {
 impl SavedQueryApi {
     /// List the user's saved queries (all of them for admins).
     #[oai(path = "/", method = "get", operation_id = "saved_query_list")]
-    async fn list(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn list(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<SavedQuery>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::list(
             &self.state,
@@ -253,7 +269,11 @@ impl SavedQueryApi {
 
     /// Metadata for building forms and filters.
     #[oai(path = "/_info", method = "get", operation_id = "saved_query_info")]
-    async fn info(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn info(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::info(&self.state, &SPEC, q.0.as_deref(), &user).await
     }
@@ -269,7 +289,7 @@ impl SavedQueryApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<RelatedResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::related(&self.state, &SPEC, &col.0, q.0.as_deref(), &user).await
     }
@@ -285,7 +305,7 @@ impl SavedQueryApi {
         auth: Auth,
         col: Path<String>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope(&user)).await
     }
@@ -297,7 +317,7 @@ impl SavedQueryApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<SavedQuery>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::show(&self.state, &SPEC, id, q.0.as_deref(), &computed).await
@@ -305,10 +325,14 @@ impl SavedQueryApi {
 
     /// Save a query.
     #[oai(path = "/", method = "post", operation_id = "saved_query_post")]
-    async fn post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<SavedQuery>>>,
+    ) -> Result<Created<Saved<SavedQuery>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        Self::check_nul(&body.0)?;
-        let mut changes = resource::changes_from_body(&SPEC, &body.0, true)?;
+        Self::check_nul(&body.0.value)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body.0.value, true)?;
         self.check_database(&changes).await?;
         changes.set("user", user.user.id);
         let id = self
@@ -317,9 +341,9 @@ impl SavedQueryApi {
             .save(&SAVED_QUERY, None, &changes, Some(user.user.id))
             .await?;
         tracing::info!(saved_query_id = id, "saved query created");
-        Ok(Saved::Created(poem_openapi::payload::Json(
-            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
-        )))
+        Ok(Created::new(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0.value)}),
+        ))
     }
 
     /// Update a saved query (its owner, or an admin).
@@ -328,31 +352,33 @@ impl SavedQueryApi {
         &self,
         auth: Auth,
         pk: Path<i64>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<SavedQuery>>>,
+    ) -> Result<Reply<Saved<SavedQuery>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
-        Self::check_nul(&body.0)?;
-        let changes = resource::changes_from_body(&SPEC, &body.0, false)?;
+        Self::check_nul(&body.0.value)?;
+        let changes = resource::changes_from_body(&SPEC, &body.0.value, false)?;
         self.check_database(&changes).await?;
         self.state
             .store
             .save(&SAVED_QUERY, Some(id), &changes, Some(user.user.id))
             .await?;
-        Ok(Saved::Ok(poem_openapi::payload::Json(
-            json!({"id": id, "result": resource::echo(&SPEC, &body.0)}),
-        )))
+        Ok(Reply::new(
+            json!({"id": id, "result": resource::echo(&SPEC, &body.0.value)}),
+        ))
     }
 
     /// Delete a saved query (its owner, or an admin).
     #[oai(path = "/:pk", method = "delete", operation_id = "saved_query_delete")]
-    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn delete(&self, auth: Auth, pk: Path<i64>) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
         self.state.store.delete_records(&SAVED_QUERY, &[id]).await?;
-        Ok(poem_openapi::payload::Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Delete several saved queries: `?q=!(1,2)`.
@@ -365,7 +391,7 @@ impl SavedQueryApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let ids = resource::ids_query(q.0.as_deref())?;
         for id in &ids {
@@ -378,9 +404,9 @@ impl SavedQueryApi {
         } else {
             "saved queries"
         };
-        Ok(poem_openapi::payload::Json(
-            json!({"message": format!("Deleted {n} {noun}")}),
-        ))
+        Ok(Json(Message {
+            message: format!("Deleted {n} {noun}"),
+        }))
     }
 
     /// Export as a bundle (each query with its database).
@@ -399,7 +425,7 @@ impl SavedQueryApi {
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "saved_query_import")]
-    async fn import(&self, auth: Auth, form: ImportForm) -> Result<JsonValue, ApiError> {
+    async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         assets::import(&self.state, &auth, Kind::SavedQuery, user, form).await
     }
@@ -414,7 +440,7 @@ impl SavedQueryApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<FavoriteStatusResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         resource::favorite_status(&self.state, FAVORITE_CLASS, &user, q.0.as_deref()).await
     }

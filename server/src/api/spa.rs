@@ -4,12 +4,13 @@
 //! annotation layers, themes), answered as empty lists in Superset's list shape so the pages
 //! that list them render instead of failing.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
 use serde_json::json;
 
 use super::Tags;
@@ -17,8 +18,9 @@ use super::error::ApiError;
 use super::extract::Auth;
 use super::listquery;
 use super::resource::{self, JsonValue};
-use crate::state::AppState;
+use super::wire::{Nullable, ResultOf};
 use crate::query::timerange::{self, Relative};
+use crate::state::AppState;
 
 /// The app's small endpoints.
 pub struct SpaApi {
@@ -59,19 +61,61 @@ async fn empty_list(
     auth: &Auth,
     view: &str,
     q: Option<&str>,
-) -> Result<JsonValue, ApiError> {
+) -> Result<Json<EmptyList>, ApiError> {
     resource::authorized(state, auth, "can_read", view).await?;
     resource::list_query(q)?;
-    Ok(Json(json!({
-        "count": 0,
-        "ids": [],
-        "result": [],
-        "label_columns": {},
-        "list_columns": [],
-        "list_title": "",
-        "order_columns": [],
-        "description_columns": {},
-    })))
+    Ok(Json(EmptyList {
+        count: 0,
+        ids: vec![],
+        result: vec![],
+        label_columns: BTreeMap::new(),
+        list_columns: vec![],
+        list_title: String::new(),
+        order_columns: vec![],
+        description_columns: BTreeMap::new(),
+    }))
+}
+
+/// The list envelope of a resource Liteset does not have: always empty.
+#[derive(Object)]
+pub struct EmptyList {
+    /// 0.
+    pub count: i64,
+    /// None.
+    pub ids: Vec<i64>,
+    /// None.
+    pub result: Vec<poem_openapi::types::Any<serde_json::Value>>,
+    /// None.
+    pub label_columns: BTreeMap<String, String>,
+    /// None.
+    pub list_columns: Vec<String>,
+    /// Empty.
+    pub list_title: String,
+    /// None.
+    pub order_columns: Vec<String>,
+    /// None.
+    pub description_columns: BTreeMap<String, String>,
+}
+
+/// `{"domains": null}`.
+#[derive(Object)]
+pub struct Domains {
+    /// Extra domains charts may be fetched from (none).
+    pub domains: Nullable<Vec<String>>,
+}
+
+/// One resolved time range.
+#[derive(Object)]
+pub struct TimeRangeWire {
+    /// The start, ISO, `""` when open.
+    pub since: String,
+    /// The end, ISO, `""` when open.
+    pub until: String,
+    /// The range as asked.
+    #[oai(rename = "timeRange")]
+    pub time_range: String,
+    /// The shift as asked.
+    pub shift: Nullable<String>,
 }
 
 /// The `q` of `/time_range/`, checked against Superset's schema (a string, or a list of
@@ -117,9 +161,11 @@ impl SpaApi {
         method = "get",
         operation_id = "available_domains_get"
     )]
-    async fn available_domains(&self, auth: Auth) -> Result<JsonValue, ApiError> {
+    async fn available_domains(&self, auth: Auth) -> Result<Json<ResultOf<Domains>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_read", "AvailableDomains").await?;
-        Ok(Json(json!({"result": {"domains": null}})))
+        Ok(ResultOf::json(Domains {
+            domains: Nullable(None),
+        }))
     }
 
     /// A language pack; Liteset ships English, whose pack is empty.
@@ -157,7 +203,7 @@ impl SpaApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<Vec<TimeRangeWire>>>, ApiError> {
         self.state
             .auth
             .authorize(&auth.principal, "can_time_range", "Api")
@@ -175,25 +221,33 @@ impl SpaApi {
             )
             .map_err(|e| ApiError::bad_request(format!("Unexpected time range: {e}")))?;
             let bound = |t: Option<chrono::NaiveDateTime>| t.map(resource::iso).unwrap_or_default();
-            result.push(json!({
-                "since": bound(r.since),
-                "until": bound(r.until),
-                "timeRange": range,
-                "shift": shift,
-            }));
+            result.push(TimeRangeWire {
+                since: bound(r.since),
+                until: bound(r.until),
+                time_range: range,
+                shift: shift.into(),
+            });
         }
-        Ok(Json(json!({ "result": result })))
+        Ok(ResultOf::json(result))
     }
 
     /// Alerts & reports (not supported): always empty.
     #[oai(path = "/api/v1/report", method = "get", operation_id = "report_list")]
-    async fn reports(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn reports(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<EmptyList>, ApiError> {
         empty_list(&self.state, &auth, "ReportSchedule", q.0.as_deref()).await
     }
 
     /// Tags (not supported): always empty.
     #[oai(path = "/api/v1/tag", method = "get", operation_id = "tag_list")]
-    async fn tags(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn tags(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<EmptyList>, ApiError> {
         empty_list(&self.state, &auth, "Tag", q.0.as_deref()).await
     }
 
@@ -207,7 +261,7 @@ impl SpaApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<EmptyList>, ApiError> {
         empty_list(&self.state, &auth, "CssTemplate", q.0.as_deref()).await
     }
 
@@ -221,13 +275,17 @@ impl SpaApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<EmptyList>, ApiError> {
         empty_list(&self.state, &auth, "Annotation", q.0.as_deref()).await
     }
 
     /// Themes (not supported): always empty.
     #[oai(path = "/api/v1/theme", method = "get", operation_id = "theme_list")]
-    async fn themes(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn themes(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Json<EmptyList>, ApiError> {
         empty_list(&self.state, &auth, "Theme", q.0.as_deref()).await
     }
 }

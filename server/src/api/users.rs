@@ -13,10 +13,13 @@ use serde_json::{Value as Json_, json};
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, BodyField, BodyType, JsonValue, Saved, Spec, body};
-use crate::state::AppState;
+use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body};
+use super::wire::{
+    Body, Created, InfoResponse, List, Message, PostBody, PutBody, Reply, Saved, Show,
+};
 use crate::auth::CurrentUser;
 use crate::auth::password;
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{PERMISSION, PERMISSION_VIEW, ROLE, ROLE_REF, USER, VIEW_MENU};
 use crate::store::model::{Model, Pred, Record};
@@ -31,6 +34,8 @@ const USER_BODY: &[BodyField] = &[
 ];
 
 static USERS: Spec = Spec {
+    name: "User",
+    computed: &[],
     model: &USER,
     view_menu: "User",
     noun: "user",
@@ -116,6 +121,8 @@ const fn named(
     [list_title, show_title, add_title, edit_title]: [&'static str; 4],
 ) -> Spec {
     Spec {
+        name: view_menu,
+        computed: &[],
         model,
         view_menu,
         noun,
@@ -173,6 +180,8 @@ static RESOURCES: Spec = named(
 );
 
 static PERMISSION_VIEWS: Spec = Spec {
+    name: "PermissionViewMenu",
+    computed: &[],
     model: &PERMISSION_VIEW,
     view_menu: "PermissionViewMenu",
     noun: "permission view",
@@ -197,6 +206,12 @@ static PERMISSION_VIEWS: Spec = Spec {
     distinct: &[],
     permissions: &["can_get", "can_info"],
 };
+
+crate::wire_resource!(User, USERS);
+crate::wire_resource!(Role, ROLES);
+crate::wire_resource!(Permission, PERMISSIONS);
+crate::wire_resource!(ViewMenu, RESOURCES);
+crate::wire_resource!(PermissionViewMenu, PERMISSION_VIEWS);
 
 fn no_custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     Err(ApiError::bad_request(format!(
@@ -307,7 +322,11 @@ fn qs(q: &Query<Option<String>>) -> Option<&str> {
 impl UsersApi {
     /// List users.
     #[oai(path = "/users", method = "get", operation_id = "security_users_list")]
-    async fn users(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn users(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<User>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_get", "User").await?;
         resource::list(
             &self.state,
@@ -331,7 +350,7 @@ impl UsersApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_info", "User").await?;
         resource::info(&self.state, &USERS, qs(&q), &me).await
     }
@@ -347,7 +366,7 @@ impl UsersApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<User>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_get", "User").await?;
         self.exists(&USERS, pk.0).await?;
         resource::show(&self.state, &USERS, pk.0, qs(&q), &none).await
@@ -355,11 +374,15 @@ impl UsersApi {
 
     /// Create a user.
     #[oai(path = "/users", method = "post", operation_id = "security_users_post")]
-    async fn user_post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
-        let id = self.save_user(&auth, None, &body.0).await?;
-        Ok(Saved::Created(Json(
-            json!({"id": id, "result": resource::echo(&USERS, &body.0)}),
-        )))
+    async fn user_post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<User>>>,
+    ) -> Result<Created<Saved<User>>, ApiError> {
+        let id = self.save_user(&auth, None, &body.0.value).await?;
+        Ok(Created::new(
+            json!({"id": id, "result": resource::echo(&USERS, &body.0.value)}),
+        ))
     }
 
     /// Update a user.
@@ -372,14 +395,14 @@ impl UsersApi {
         &self,
         auth: Auth,
         pk: Path<i64>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<User>>>,
+    ) -> Result<Reply<Saved<User>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_put", "User").await?;
         self.exists(&USERS, pk.0).await?;
-        let id = self.save_user(&auth, Some(pk.0), &body.0).await?;
-        Ok(Saved::Ok(Json(
-            json!({"id": id, "result": resource::echo(&USERS, &body.0)}),
-        )))
+        let id = self.save_user(&auth, Some(pk.0), &body.0.value).await?;
+        Ok(Reply::new(
+            json!({"id": id, "result": resource::echo(&USERS, &body.0.value)}),
+        ))
     }
 
     /// Delete a user.
@@ -388,7 +411,7 @@ impl UsersApi {
         method = "delete",
         operation_id = "security_users_delete"
     )]
-    async fn user_delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn user_delete(&self, auth: Auth, pk: Path<i64>) -> Result<Json<Message>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_delete", "User").await?;
         self.exists(&USERS, pk.0).await?;
         if pk.0 == me.user.id {
@@ -399,12 +422,18 @@ impl UsersApi {
         }
         self.state.store.delete_records(&USER, &[pk.0]).await?;
         self.state.auth.forget_user(pk.0).await;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// List roles.
     #[oai(path = "/roles", method = "get", operation_id = "security_roles_list")]
-    async fn roles(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn roles(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<Role>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_get", "Role").await?;
         resource::list(
             &self.state,
@@ -428,7 +457,7 @@ impl UsersApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<InfoResponse>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_info", "Role").await?;
         resource::info(&self.state, &ROLES, qs(&q), &me).await
     }
@@ -444,7 +473,7 @@ impl UsersApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<Role>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_get", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         resource::show(&self.state, &ROLES, pk.0, qs(&q), &none).await
@@ -452,9 +481,13 @@ impl UsersApi {
 
     /// Create a role.
     #[oai(path = "/roles", method = "post", operation_id = "security_roles_post")]
-    async fn role_post(&self, auth: Auth, body: JsonBody<Json_>) -> Result<Saved, ApiError> {
+    async fn role_post(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<PostBody<Role>>>,
+    ) -> Result<Created<Saved<Role>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_post", "Role").await?;
-        let changes = resource::changes_from_body(&ROLES, &body.0, true)?;
+        let changes = resource::changes_from_body(&ROLES, &body.0.value, true)?;
         self.unique(&ROLES, "name", changes.get("name"), None)
             .await?;
         let id = self
@@ -462,9 +495,9 @@ impl UsersApi {
             .store
             .save(&ROLE, None, &changes, Some(me.user.id))
             .await?;
-        Ok(Saved::Created(Json(
-            json!({"id": id, "result": resource::echo(&ROLES, &body.0)}),
-        )))
+        Ok(Created::new(
+            json!({"id": id, "result": resource::echo(&ROLES, &body.0.value)}),
+        ))
     }
 
     /// Rename a role.
@@ -477,20 +510,20 @@ impl UsersApi {
         &self,
         auth: Auth,
         pk: Path<i64>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<PutBody<Role>>>,
+    ) -> Result<Reply<Saved<Role>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_put", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
-        let changes = resource::changes_from_body(&ROLES, &body.0, false)?;
+        let changes = resource::changes_from_body(&ROLES, &body.0.value, false)?;
         self.unique(&ROLES, "name", changes.get("name"), Some(pk.0))
             .await?;
         self.state
             .store
             .save(&ROLE, Some(pk.0), &changes, Some(me.user.id))
             .await?;
-        Ok(Saved::Ok(Json(
-            json!({"id": pk.0, "result": resource::echo(&ROLES, &body.0)}),
-        )))
+        Ok(Reply::new(
+            json!({"id": pk.0, "result": resource::echo(&ROLES, &body.0.value)}),
+        ))
     }
 
     /// Delete a role.
@@ -499,11 +532,13 @@ impl UsersApi {
         method = "delete",
         operation_id = "security_roles_delete"
     )]
-    async fn role_delete(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn role_delete(&self, auth: Auth, pk: Path<i64>) -> Result<Json<Message>, ApiError> {
         resource::authorized(&self.state, &auth, "can_delete", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         self.state.store.delete_records(&ROLE_REF, &[pk.0]).await?;
-        Ok(Json(json!({"message": "OK"})))
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
     }
 
     /// Set a role's permissions (`{"permission_view_menu_ids": [...]}`).
@@ -582,7 +617,7 @@ impl UsersApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<List<Permission>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_get", "Permission").await?;
         resource::list(
             &self.state,
@@ -602,7 +637,11 @@ impl UsersApi {
         method = "get",
         operation_id = "security_resources_list"
     )]
-    async fn resources(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn resources(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<List<ViewMenu>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_get", "ViewMenu").await?;
         resource::list(
             &self.state,
@@ -626,7 +665,7 @@ impl UsersApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<List<PermissionViewMenu>>, ApiError> {
         let me = resource::authorized(&self.state, &auth, "can_get", "PermissionViewMenu").await?;
         resource::list(
             &self.state,
@@ -651,7 +690,7 @@ impl UsersApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Show<PermissionViewMenu>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_get", "PermissionViewMenu").await?;
         self.exists(&PERMISSION_VIEWS, pk.0).await?;
         resource::show(&self.state, &PERMISSION_VIEWS, pk.0, qs(&q), &none).await
