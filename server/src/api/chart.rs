@@ -45,9 +45,9 @@ const BODY: &[BodyField] = &[
     ),
     body("certified_by", BodyType::Str(0, 1000), false),
     body("certification_details", BodyType::Str(0, 100_000), false),
-    body("is_managed_externally", BodyType::Bool, false),
+    body("is_managed_externally", BodyType::Bool, false).not_null(),
     body("external_url", BodyType::Str(0, 10_000), false),
-    body("uuid", BodyType::Str(36, 36), false),
+    body("uuid", BodyType::Str(36, 36), false).not_null(),
 ];
 
 /// The chart resource.

@@ -84,6 +84,16 @@ pub const fn body(key: &'static str, ty: BodyType, required: bool) -> BodyField 
     }
 }
 
+impl BodyField {
+    /// The same field refusing `null` (its column is NOT NULL; marshmallow's default).
+    pub const fn not_null(self) -> Self {
+        BodyField {
+            nullable: false,
+            ..self
+        }
+    }
+}
+
 /// A resource's declaration.
 pub struct Spec {
     /// Its name in the OpenAPI document (`Chart` gives `ChartList`, `ChartShow`, …).
@@ -1188,6 +1198,55 @@ mod tests {
         assert_eq!(
             humanize(now - chrono::Duration::seconds(3600)),
             "an hour ago"
+        );
+    }
+
+    /// A body field that accepts `null` must write a column that can hold it: otherwise the
+    /// store refuses the write with a constraint error and the client gets a 500 instead of
+    /// marshmallow's "Field may not be null.".
+    #[tokio::test]
+    async fn nullable_body_fields_write_nullable_columns() {
+        use crate::store::{Executor, Location, Store};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(Location::Sqlite(&dir.path().join("meta.db")), 1)
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let specs = [
+            &super::super::chart::SPEC,
+            &super::super::dashboard::SPEC,
+            &super::super::dataset::SPEC,
+            &super::super::database::SPEC,
+            &super::super::saved_query::SPEC,
+            &super::super::query::SPEC,
+        ];
+        let (mut wrong, mut checked) = (Vec::new(), 0);
+        for spec in specs {
+            let not_null: Vec<String> = store
+                .db()
+                .query(&format!("PRAGMA table_info({})", spec.model.table), vec![])
+                .await
+                .unwrap()
+                .iter()
+                .filter(|r| r.get::<i64>("notnull").unwrap() == 1)
+                .map(|r| r.get::<String>("name").unwrap())
+                .collect();
+            checked += not_null.len();
+            for f in spec.body.iter().filter(|f| f.nullable) {
+                if let Some(Field::Column { col, .. }) = spec.model.field(f.field)
+                    && not_null.iter().any(|c| c == col)
+                {
+                    wrong.push(format!("{}.{}", spec.name, f.key));
+                }
+            }
+        }
+        assert!(
+            checked > 10,
+            "the schema was read ({checked} NOT NULL columns)"
+        );
+        assert!(
+            wrong.is_empty(),
+            "nullable body fields on NOT NULL columns: {wrong:?}"
         );
     }
 }
