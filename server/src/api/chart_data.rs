@@ -15,7 +15,6 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource;
-use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::engines::{Cell, ConnectionSpec, Dialect};
 use crate::plugins::{GuestErrorKind, PluginError, pipeline};
@@ -25,6 +24,7 @@ use crate::query::offsets;
 use crate::query::runner::{self, CachePolicy};
 use crate::query::sql::{self, Limits};
 use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
+use crate::state::AppState;
 use crate::store::catalog::{self, CHART, DATASET};
 
 /// What chart data answers with.
@@ -215,8 +215,8 @@ async fn load_datasource(
         return Err(QueryError::NotFound.into());
     };
     let database_id: i64 = rec.get("database_id").unwrap_or_default();
-    let spec = super::database::connection_spec(state, database_id).await?;
-    let (columns, metrics) = super::dataset::children(state, id).await?;
+    let spec = crate::connections::connection_spec(state, database_id).await?;
+    let (columns, metrics) = state.store.dataset_children(id).await?;
     let db = rec.one("database");
     let opt_text = |s: String| Some(s).filter(|s| !s.is_empty());
     Ok((

@@ -16,11 +16,10 @@ use super::extract::{Auth, JsonBody};
 use super::listquery;
 use super::resource::{self, JsonValue, Spec};
 use super::sqllab::{self, query_scope, sees_all_queries, to_dict};
-use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
-use crate::store::Value;
-use crate::store::catalog::QUERY;
+use crate::state::AppState;
+use crate::store::catalog::{self, QUERY};
 use crate::store::model::{Order, Page, Pred, Record};
 
 /// The query resource.
@@ -197,8 +196,8 @@ impl QueryApi {
             .map(|t| t.naive_utc())
             .unwrap_or_default();
         let pred = Pred::And(vec![
-            Pred::sql("t.user_id = ?", vec![Value::Int(user.user.id)]),
-            Pred::sql("t.changed_on >= ?", vec![Value::Timestamp(since)]),
+            catalog::queries_run_by(user.user.id),
+            catalog::changed_since(since),
         ]);
         // Bounded: a client asking for "everything since 1970" gets the latest thousand.
         let (_, ids) = self
