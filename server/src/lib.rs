@@ -9,6 +9,7 @@ pub mod assets;
 pub mod auth;
 pub mod authoring;
 pub mod config;
+pub mod connections;
 pub mod engines;
 pub mod examples;
 pub mod frontend;

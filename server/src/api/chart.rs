@@ -212,39 +212,22 @@ fn me(user: Option<&CurrentUser>) -> i64 {
 
 /// Chart custom filters (§3.1).
 fn custom(f: &super::listquery::Filter, user: Option<&CurrentUser>) -> Result<Pred, ApiError> {
-    let uid = Value::Int(me(user));
+    let uid = me(user);
     let text = match &f.value {
         Json_::String(s) => s.clone(),
         other => other.to_string(),
     };
     let truthy = !matches!(f.value, Json_::Bool(false));
-    let fav = "EXISTS (SELECT 1 FROM favstar fs WHERE fs.class_name = 'slice' AND fs.obj_id = t.id AND fs.user_id = ?)";
     Ok(match f.opr.as_str() {
-        "chart_all_text" => {
-            let p = Value::Text(format!("%{text}%"));
-            Pred::sql(
-                "LOWER(t.slice_name) LIKE LOWER(?) OR LOWER(COALESCE(t.description, '')) LIKE LOWER(?) \
-                 OR LOWER(COALESCE(t.viz_type, '')) LIKE LOWER(?) OR EXISTS (SELECT 1 FROM tables tt \
-                 WHERE tt.id = t.datasource_id AND LOWER(tt.table_name) LIKE LOWER(?))",
-                vec![p.clone(), p.clone(), p.clone(), p],
-            )
+        "chart_all_text" => catalog::chart_text_contains(&text),
+        "chart_created_by_me" => catalog::created_by(uid),
+        "chart_has_created_by" => catalog::has_creator(truthy),
+        "chart_is_favorite" if truthy => catalog::favorite_of(FAVORITE_CLASS, uid),
+        "chart_is_favorite" => Pred::Not(Box::new(catalog::favorite_of(FAVORITE_CLASS, uid))),
+        "chart_is_certified" => catalog::certified(truthy),
+        "chart_owned_created_favored_by_me" => {
+            catalog::chart_owned_created_or_favored_by(uid, FAVORITE_CLASS)
         }
-        "chart_created_by_me" => Pred::sql("t.created_by_fk = ?", vec![uid]),
-        "chart_has_created_by" if truthy => Pred::sql("t.created_by_fk IS NOT NULL", vec![]),
-        "chart_has_created_by" => Pred::sql("t.created_by_fk IS NULL", vec![]),
-        "chart_is_favorite" if truthy => Pred::sql(fav, vec![uid]),
-        "chart_is_favorite" => Pred::Not(Box::new(Pred::sql(fav, vec![uid]))),
-        "chart_is_certified" if truthy => Pred::sql(
-            "t.certified_by IS NOT NULL AND t.certified_by <> ''",
-            vec![],
-        ),
-        "chart_is_certified" => Pred::sql("t.certified_by IS NULL OR t.certified_by = ''", vec![]),
-        "chart_owned_created_favored_by_me" => Pred::sql(
-            format!(
-                "t.created_by_fk = ? OR EXISTS (SELECT 1 FROM slice_user o WHERE o.slice_id = t.id AND o.user_id = ?) OR {fav}"
-            ),
-            vec![uid.clone(), uid.clone(), uid],
-        ),
         // No tags are stored yet, so a tag filter matches nothing.
         _ => Pred::none(),
     })
@@ -339,10 +322,7 @@ impl ChartApi {
             return Err(ApiError::not_found());
         };
         let scope = catalog::chart_scope(&user.grants());
-        let owned = Pred::sql(
-            "t.created_by_fk = ? OR EXISTS (SELECT 1 FROM slice_user o WHERE o.slice_id = t.id AND o.user_id = ?)",
-            vec![Value::Int(user.user.id), Value::Int(user.user.id)],
-        );
+        let owned = catalog::chart_owned_or_created_by(user.user.id);
         let reach = Pred::Or(vec![scope, owned]);
         resource::in_reach(&self.state, &CHART, id, &reach, resource::forbidden).await
     }

@@ -215,8 +215,8 @@ async fn load_datasource(
         return Err(QueryError::NotFound.into());
     };
     let database_id: i64 = rec.get("database_id").unwrap_or_default();
-    let spec = super::database::connection_spec(state, database_id).await?;
-    let (columns, metrics) = super::dataset::children(state, id).await?;
+    let spec = crate::connections::connection_spec(state, database_id).await?;
+    let (columns, metrics) = state.store.dataset_children(id).await?;
     let db = rec.one("database");
     let opt_text = |s: String| Some(s).filter(|s| !s.is_empty());
     Ok((

@@ -179,33 +179,19 @@ impl Columns for Detail {
 }
 
 fn custom(f: &super::listquery::Filter, user: Option<&CurrentUser>) -> Result<Pred, ApiError> {
-    let uid = Value::Int(user.map_or(0, |u| u.user.id));
+    let uid = user.map_or(0, |u| u.user.id);
     let text = match &f.value {
         Json_::String(s) => s.clone(),
         other => other.to_string(),
     };
     let truthy = !matches!(f.value, Json_::Bool(false));
-    let fav = "EXISTS (SELECT 1 FROM favstar fs WHERE fs.class_name = 'Dashboard' AND fs.obj_id = t.id AND fs.user_id = ?)";
     Ok(match f.opr.as_str() {
-        "title_or_slug" => {
-            let p = Value::Text(format!("%{text}%"));
-            Pred::sql(
-                "LOWER(COALESCE(t.dashboard_title, '')) LIKE LOWER(?) OR LOWER(COALESCE(t.slug, '')) LIKE LOWER(?)",
-                vec![p.clone(), p],
-            )
-        }
-        "dashboard_created_by_me" => Pred::sql("t.created_by_fk = ?", vec![uid]),
-        "dashboard_has_created_by" if truthy => Pred::sql("t.created_by_fk IS NOT NULL", vec![]),
-        "dashboard_has_created_by" => Pred::sql("t.created_by_fk IS NULL", vec![]),
-        "dashboard_is_favorite" if truthy => Pred::sql(fav, vec![uid]),
-        "dashboard_is_favorite" => Pred::Not(Box::new(Pred::sql(fav, vec![uid]))),
-        "dashboard_is_certified" if truthy => Pred::sql(
-            "t.certified_by IS NOT NULL AND t.certified_by <> ''",
-            vec![],
-        ),
-        "dashboard_is_certified" => {
-            Pred::sql("t.certified_by IS NULL OR t.certified_by = ''", vec![])
-        }
+        "title_or_slug" => catalog::dashboard_title_or_slug_contains(&text),
+        "dashboard_created_by_me" => catalog::created_by(uid),
+        "dashboard_has_created_by" => catalog::has_creator(truthy),
+        "dashboard_is_favorite" if truthy => catalog::favorite_of(FAVORITE_CLASS, uid),
+        "dashboard_is_favorite" => Pred::Not(Box::new(catalog::favorite_of(FAVORITE_CLASS, uid))),
+        "dashboard_is_certified" => catalog::certified(truthy),
         _ => Pred::none(),
     })
 }

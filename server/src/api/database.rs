@@ -22,6 +22,7 @@ use super::wire::{
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
+use crate::connections;
 use crate::engines::{ConnectionSpec, EngineError};
 use crate::state::AppState;
 use crate::store::Value;
@@ -155,7 +156,7 @@ crate::wire_resource!(Database, SPEC);
 
 fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     let on = !matches!(f.value, Json_::Bool(false));
-    Ok(Pred::sql("t.allow_file_upload = ?", vec![Value::Bool(on)]))
+    Ok(catalog::database_allows_file_upload(on))
 }
 
 fn extra_json(rec: &Record) -> Json_ {
@@ -264,33 +265,6 @@ fn uri_error(e: &crate::uri::UriError) -> ApiError {
     )
 }
 
-/// The connection of a stored database, with its password unsealed (in memory only).
-pub async fn connection_spec(state: &AppState, id: i64) -> Result<ConnectionSpec, ApiError> {
-    let rec = state.store.load_one(&DATABASE, id, &[]).await?;
-    let mut uri = ConnectionUri::parse(&rec.text("sqlalchemy_uri")).map_err(|e| uri_error(&e))?;
-    if let Some(sealed) = state.store.database_secret(id).await? {
-        let plain = state
-            .sealer
-            .open(&sealed, rec.text("uuid").as_bytes())
-            .map_err(|e| ApiError::internal(&e))?;
-        uri.password = Some(String::from_utf8_lossy(&plain).into_owned());
-    }
-    let mut options = state
-        .config
-        .query
-        .engine_options(&rec.text("database_name"));
-    options.allow_dml = rec.flag("allow_dml");
-    Ok(ConnectionSpec {
-        database_id: id,
-        options: Some(options),
-        uri,
-        revision: rec
-            .get::<chrono::NaiveDateTime>("changed_on")
-            .map(|t| t.to_string())
-            .unwrap_or_default(),
-    })
-}
-
 /// The database endpoints.
 pub struct DatabaseApi {
     pub(super) state: Arc<AppState>,
@@ -344,7 +318,7 @@ impl DatabaseApi {
                 // The client echoed the mask: keep (and test with) the stored password.
                 match id {
                     Some(id) => {
-                        let stored = connection_spec(&self.state, id).await?;
+                        let stored = connections::connection_spec(&self.state, id).await?;
                         uri.unmask(&stored.uri).map_err(|e| uri_error(&e))?;
                     }
                     None => uri.password = None,
@@ -419,7 +393,7 @@ impl DatabaseApi {
     ) -> Result<(ConnectionSpec, TableReach), ApiError> {
         let user = resource::authorized(&self.state, auth, perm, SPEC.view_menu).await?;
         self.resolve(pk, &user).await?;
-        let spec = connection_spec(&self.state, pk).await?;
+        let spec = connections::connection_spec(&self.state, pk).await?;
         let reach = TableReach::of(&self.state, &user, pk, spec.uri.engine).await?;
         Ok((spec, reach))
     }
@@ -476,7 +450,7 @@ impl TableReach {
             .collect();
         let scope = Pred::And(vec![
             catalog::dataset_scope(&g),
-            Pred::sql("t.database_id = ?", vec![Value::Int(db)]),
+            catalog::datasets_in_database(db),
         ]);
         let (_, ids) = state.store.list_ids(&DATASET, &scope, None, None).await?;
         let tables = state
@@ -777,7 +751,7 @@ impl DatabaseApi {
                 .await?
             {
                 Some(id) => {
-                    let stored = connection_spec(&self.state, id).await?;
+                    let stored = connections::connection_spec(&self.state, id).await?;
                     uri.unmask(&stored.uri).map_err(|e| uri_error(&e))?;
                 }
                 None => uri.password = None,
@@ -1077,14 +1051,7 @@ pub async fn related_objects(
     dataset_ids: &[i64],
     tab_states: bool,
 ) -> Result<Json_, ApiError> {
-    let charts_pred = Pred::And(vec![
-        Pred::sql("t.datasource_type = ?", vec![Value::Text("table".into())]),
-        Pred::field_in(
-            &CHART,
-            "datasource_id",
-            dataset_ids.iter().map(|i| Value::Int(*i)).collect(),
-        )?,
-    ]);
+    let charts_pred = catalog::charts_on_datasets(dataset_ids);
     let (_, chart_ids) = state
         .store
         .list_ids(&CHART, &charts_pred, None, None)

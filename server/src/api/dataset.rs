@@ -11,7 +11,7 @@ use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
 use super::assets::{self, ImportForm, ZipFile};
-use super::database::{connection_spec, engine_error};
+use super::database::engine_error;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{
@@ -23,6 +23,7 @@ use super::wire::{
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
+use crate::connections;
 use crate::engines::{ColumnInfo, EngineError};
 use crate::state::AppState;
 use crate::store::Value;
@@ -154,19 +155,9 @@ crate::wire_resource!(Dataset, SPEC);
 
 fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     let on = !matches!(f.value, Json_::Bool(false));
-    Ok(match (f.opr.as_str(), on) {
-        ("dataset_is_null_or_empty", true) => Pred::sql("t.sql IS NULL OR t.sql = ''", vec![]),
-        ("dataset_is_null_or_empty", false) => {
-            Pred::sql("t.sql IS NOT NULL AND t.sql <> ''", vec![])
-        }
-        (_, true) => Pred::sql(
-            "t.extra LIKE ?",
-            vec![Value::Text("%\"certified_by\"%".into())],
-        ),
-        (_, false) => Pred::sql(
-            "t.extra IS NULL OR t.extra NOT LIKE ?",
-            vec![Value::Text("%\"certified_by\"%".into())],
-        ),
+    Ok(match f.opr.as_str() {
+        "dataset_is_null_or_empty" => catalog::dataset_is_physical(on),
+        _ => catalog::dataset_certified(on),
     })
 }
 
@@ -255,25 +246,6 @@ fn metric_json(m: &Record) -> Json_ {
     })
 }
 
-pub(super) async fn children(
-    state: &AppState,
-    id: i64,
-) -> Result<(Vec<Record>, Vec<Record>), ApiError> {
-    let by_table = |m| Pred::field(m, "table_id", Op::Eq, Value::Int(id));
-    let (_, cids) = state
-        .store
-        .list_ids(&DATASET_COLUMN, &by_table(&DATASET_COLUMN)?, None, None)
-        .await?;
-    let (_, mids) = state
-        .store
-        .list_ids(&DATASET_METRIC, &by_table(&DATASET_METRIC)?, None, None)
-        .await?;
-    Ok((
-        state.store.load(&DATASET_COLUMN, &cids, &[]).await?,
-        state.store.load(&DATASET_METRIC, &mids, &[]).await?,
-    ))
-}
-
 fn database_json(db: Option<&Record>) -> Json_ {
     db.map_or(Json_::Null, |d| {
         let backend = crate::uri::ConnectionUri::parse(&d.text("sqlalchemy_uri"))
@@ -306,7 +278,7 @@ async fn drill_info_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
         .store
         .load_one(&DATASET, id, &["owners", "created_by", "changed_by"])
         .await?;
-    let (columns, _) = children(state, id).await?;
+    let (columns, _) = state.store.dataset_children(id).await?;
     let name =
         |u: &Record| json!({"first_name": u.text("first_name"), "last_name": u.text("last_name")});
     let one = |rel: &str| rec.related(rel).first().map_or(Json_::Null, name);
@@ -340,7 +312,7 @@ async fn show_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
             &["database", "owners", "created_by", "changed_by"],
         )
         .await?;
-    let (columns, metrics) = children(state, id).await?;
+    let (columns, metrics) = state.store.dataset_children(id).await?;
     let mut out = Map::new();
     for (name, v) in &rec.values {
         out.insert((*name).to_owned(), value_json(v));
@@ -657,7 +629,7 @@ impl DatasetApi {
         table: &str,
         sql: Option<&str>,
     ) -> Result<Vec<ColumnInfo>, ApiError> {
-        let spec = connection_spec(&self.state, database).await?;
+        let spec = connections::connection_spec(&self.state, database).await?;
         match sql.filter(|s| !s.trim().is_empty()) {
             Some(sql) => self
                 .state
@@ -703,7 +675,7 @@ impl DatasetApi {
             return Ok(());
         }
         let db = self.state.store.load_one(&DATABASE, database, &[]).await?;
-        let spec = connection_spec(&self.state, database).await?;
+        let spec = connections::connection_spec(&self.state, database).await?;
         let dialect = super::sqllab::dialect(spec.uri.engine);
         match super::sqllab::access_refusal(&self.state, user, &db, Some((dialect, sql))).await? {
             None => Ok(()),
@@ -820,7 +792,7 @@ impl DatasetApi {
                 rec.get::<String>("sql").as_deref(),
             )
             .await?;
-        let (existing, _) = children(&self.state, id).await?;
+        let (existing, _) = self.state.store.dataset_children(id).await?;
         let mut writes = Vec::new();
         for c in &existing {
             let name = c.text("column_name");
@@ -1264,7 +1236,7 @@ impl DatasetApi {
             "template_params": rec.get::<String>("template_params"),
         });
         let id = self.create(&user, &new_body).await?;
-        let (_, metrics) = children(&self.state, base).await?;
+        let (_, metrics) = self.state.store.dataset_children(base).await?;
         let writes: Vec<ChildWrite> = metrics
             .iter()
             .map(|m| ChildWrite {

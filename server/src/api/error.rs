@@ -530,6 +530,22 @@ impl From<store::Error> for ApiError {
     }
 }
 
+impl From<crate::connections::Error> for ApiError {
+    fn from(e: crate::connections::Error) -> Self {
+        use crate::connections::Error as E;
+        match e {
+            E::Store(e) => e.into(),
+            // A stored URI that no longer parses is reported against the field, as when it
+            // is sent.
+            E::Uri(e) => ApiError::fields(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                json!({"sqlalchemy_uri": [e.to_string()]}),
+            ),
+            E::Seal(e) => ApiError::internal(&e),
+        }
+    }
+}
+
 impl From<crate::assets::AssetsError> for ApiError {
     fn from(e: crate::assets::AssetsError) -> Self {
         use crate::assets::AssetsError as E;

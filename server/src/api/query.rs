@@ -20,8 +20,7 @@ use super::wire::{DistinctResponse, InfoResponse, List, RelatedResponse, Reply, 
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::state::AppState;
-use crate::store::Value;
-use crate::store::catalog::QUERY;
+use crate::store::catalog::{self, QUERY};
 use crate::store::model::{Order, Page, Pred, Record};
 
 /// The query resource.
@@ -210,8 +209,8 @@ impl QueryApi {
             .map(|t| t.naive_utc())
             .unwrap_or_default();
         let pred = Pred::And(vec![
-            Pred::sql("t.user_id = ?", vec![Value::Int(user.user.id)]),
-            Pred::sql("t.changed_on >= ?", vec![Value::Timestamp(since)]),
+            catalog::queries_run_by(user.user.id),
+            catalog::changed_since(since),
         ]);
         // Bounded: a client asking for "everything since 1970" gets the latest thousand.
         let (_, ids) = self

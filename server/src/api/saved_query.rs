@@ -25,7 +25,7 @@ use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::state::AppState;
 use crate::store::Value;
-use crate::store::catalog::{DATABASE, SAVED_QUERY};
+use crate::store::catalog::{self, DATABASE, SAVED_QUERY};
 use crate::store::model::{Pred, Record};
 
 const BODY: &[BodyField] = &[
@@ -148,7 +148,7 @@ fn scope(user: &CurrentUser) -> Pred {
     if user.is_admin() {
         Pred::all()
     } else {
-        Pred::sql("t.created_by_fk = ?", vec![Value::Int(user.user.id)])
+        catalog::created_by(user.user.id)
     }
 }
 
@@ -157,20 +157,13 @@ fn custom(f: &listquery::Filter, user: Option<&CurrentUser>) -> Result<Pred, Api
         Json_::String(s) => s.clone(),
         other => other.to_string(),
     };
-    let uid = Value::Int(user.map_or(0, |u| u.user.id));
-    let fav = "EXISTS (SELECT 1 FROM favstar fs WHERE fs.class_name = 'query' AND fs.obj_id = t.id AND fs.user_id = ?)";
+    let uid = user.map_or(0, |u| u.user.id);
     Ok(match f.opr.as_str() {
-        "all_text" => {
-            let p = Value::Text(format!("%{text}%"));
-            Pred::sql(
-                "LOWER(COALESCE(t.label, '')) LIKE LOWER(?) OR LOWER(COALESCE(t.description, '')) \
-                 LIKE LOWER(?) OR LOWER(COALESCE(t.sql, '')) LIKE LOWER(?) \
-                 OR LOWER(COALESCE(t.\"schema\", '')) LIKE LOWER(?)",
-                vec![p.clone(), p.clone(), p.clone(), p],
-            )
+        "all_text" => catalog::saved_query_text_contains(&text),
+        "saved_query_is_fav" if !matches!(f.value, Json_::Bool(false)) => {
+            catalog::favorite_of(FAVORITE_CLASS, uid)
         }
-        "saved_query_is_fav" if !matches!(f.value, Json_::Bool(false)) => Pred::sql(fav, vec![uid]),
-        "saved_query_is_fav" => Pred::Not(Box::new(Pred::sql(fav, vec![uid]))),
+        "saved_query_is_fav" => Pred::Not(Box::new(catalog::favorite_of(FAVORITE_CLASS, uid))),
         _ => Pred::none(),
     })
 }

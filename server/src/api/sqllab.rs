@@ -26,6 +26,7 @@ use super::extract::{Auth, JsonBody};
 use super::resource::{self, JsonValue, iso, render};
 use super::{database, listquery};
 use crate::auth::CurrentUser;
+use crate::connections;
 use crate::engines::{
     Cell, ConnectionSpec, EngineError, ExecOptions, GenericType, ResultSet, engine_name,
     generic_type,
@@ -178,7 +179,7 @@ pub fn query_scope(user: &CurrentUser) -> Pred {
     if sees_all_queries(user) {
         Pred::all()
     } else {
-        Pred::sql("t.user_id = ?", vec![Value::Int(user.user.id)])
+        catalog::queries_run_by(user.user.id)
     }
 }
 
@@ -260,7 +261,7 @@ pub(super) async fn access_refusal(
     }
     let scope = Pred::And(vec![
         catalog::dataset_scope(&g),
-        Pred::sql("t.database_id = ?", vec![Value::Int(db.id)]),
+        catalog::datasets_in_database(db.id),
     ]);
     let (count, ids) = state.store.list_ids(&DATASET, &scope, None, None).await?;
     if count == 0 {
@@ -679,7 +680,7 @@ impl SqlLabApi {
             )));
         }
         let db = database_record(state, b.database_id).await?;
-        let spec = database::connection_spec(state, db.id).await?;
+        let spec = connections::connection_spec(state, db.id).await?;
         let engine = spec.uri.engine;
         let d = dialect(engine);
         if b.select_as_cta == Some(true) {
@@ -850,7 +851,7 @@ impl SqlLabApi {
         let user = resource::authorized(&self.state, &auth, "can_read", "SQLLab").await?;
         let scope = Pred::And(vec![
             catalog::database_scope(&user.grants()),
-            Pred::sql("t.expose_in_sqllab = ?", vec![Value::Bool(true)]),
+            catalog::database_exposed_in_sqllab(),
         ]);
         let (_, ids) = self
             .state
@@ -877,7 +878,7 @@ impl SqlLabApi {
                 ),
             );
         }
-        let mine = Pred::sql("t.user_id = ?", vec![Value::Int(user.user.id)]);
+        let mine = catalog::queries_run_by(user.user.id);
         let (_, qids) = self
             .state
             .store
@@ -994,7 +995,7 @@ impl SqlLabApi {
             return Err(sqllab_error(SqlLabError::QueryForbidden));
         }
         let db = database_record(state, rec.get("database_id").unwrap_or_default()).await?;
-        let spec = database::connection_spec(state, db.id).await?;
+        let spec = connections::connection_spec(state, db.id).await?;
         let d = dialect(spec.uri.engine);
         let executed = rec.text("executed_sql");
         check_access(state, &user, &db, Some((d, &rec.text("sql")))).await?;
@@ -1127,7 +1128,7 @@ impl SqlLabApi {
             ("schema", b.schema.as_deref()),
         ])?;
         let db = database_record(state, b.database_id).await?;
-        let spec = database::connection_spec(state, db.id).await?;
+        let spec = connections::connection_spec(state, db.id).await?;
         let d = dialect(spec.uri.engine);
         let params_given = match &b.template_params {
             None | Some(Json_::Null) => false,

@@ -4,6 +4,10 @@
 //! Instances are never reused: a trap poisons an instance, and a fresh store per call costs
 //! about 30 µs with the pooling allocator, so per-call stores are both the simplest and the
 //! safest design.
+//!
+//! This module knows only the wasmtime `Engine` a call runs on, not the [`super::runtime`]
+//! that owns it: the runtime's linker is typed by [`CallState`], so the dependency goes one
+//! way (runtime → call).
 
 use std::time::{Duration, Instant};
 
@@ -13,7 +17,6 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::LogLevel;
 use super::bindings::post_processor::liteset::plugin::{host, types};
-use super::runtime::Runtime;
 use super::stdio::Capture;
 use super::{GuestErrorKind, PluginError, Result};
 
@@ -140,7 +143,7 @@ pub struct Call {
 impl Call {
     /// A fresh store for one call of `plugin`, with a deny-all WASI context: no preopened
     /// directories, no environment or arguments, no network, and clocks frozen at the epoch.
-    pub fn new(rt: &Runtime, plugin: &str, request_id: &str, limits: Limits) -> Call {
+    pub fn new(engine: &wasmtime::Engine, plugin: &str, request_id: &str, limits: Limits) -> Call {
         let stdio = Capture::new(STDIO_CAP);
         let wasi = WasiCtxBuilder::new()
             .stdout(stdio.clone())
@@ -163,7 +166,7 @@ impl Call {
             request_id: request_id.to_owned(),
             log_lines: 0,
         };
-        let mut store = Store::new(&rt.engine, state);
+        let mut store = Store::new(engine, state);
         store.limiter(|s| &mut s.limiter);
         let started = Instant::now();
         let deadline = started + limits.timeout;
@@ -268,16 +271,6 @@ impl Call {
     /// Peak linear memory the call asked for, in bytes.
     pub fn peak_memory(&self) -> usize {
         self.store.data().limiter.peak
-    }
-}
-
-/// Takes a call slot, waiting at most the queue timeout.
-pub async fn slot(rt: &Runtime) -> Result<tokio::sync::OwnedSemaphorePermit> {
-    let wait = Duration::from_millis(rt.config.queue_timeout_ms);
-    match tokio::time::timeout(wait, rt.slots.clone().acquire_owned()).await {
-        Ok(Ok(p)) => Ok(p),
-        Ok(Err(_)) => Err(PluginError::Internal("plugin slots closed".into())),
-        Err(_) => Err(PluginError::Busy),
     }
 }
 

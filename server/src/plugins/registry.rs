@@ -17,7 +17,7 @@ use wasmtime::component::Component;
 use super::bindings::post_processor::{PostProcessor, PostProcessorPre};
 use super::bindings::types;
 use super::bindings::viz::{Viz, VizPre};
-use super::call::{self, Call, CallState, Limits};
+use super::call::{Call, CallState, Limits};
 use super::runtime::Runtime;
 use super::{BUILTIN_POSTPROCESSING, BUILTIN_VIZ, Kind, PluginError, Result, table};
 use crate::config::PluginConfig;
@@ -251,8 +251,8 @@ impl Plugins {
     }
 
     async fn info(&self, pre: &Pre, limits: Limits) -> Result<types::PluginInfo> {
-        let _slot = call::slot(&self.runtime).await?;
-        let mut call = Call::new(&self.runtime, "(installing)", "install", limits);
+        let _slot = self.runtime.slot().await?;
+        let mut call = Call::new(&self.runtime.engine, "(installing)", "install", limits);
         let budget = call.outer_timeout();
         let outcome = match pre {
             Pre::PostProcessor(pre) => {
@@ -476,9 +476,9 @@ impl Plugins {
                 plugin.summary.name
             )));
         };
-        let _slot = call::slot(&self.runtime).await?;
+        let _slot = self.runtime.slot().await?;
         let mut call = Call::new(
-            &self.runtime,
+            &self.runtime.engine,
             &plugin.summary.name,
             request_id,
             plugin.limits,

@@ -50,7 +50,7 @@ pub struct Runtime {
     pub(super) engine: Engine,
     pub(super) linker: Linker<CallState>,
     /// Call slots; see [`PluginConfig::max_concurrent_calls`].
-    pub(super) slots: Arc<Semaphore>,
+    slots: Arc<Semaphore>,
     pub(super) config: PluginConfig,
     cache_dir: Option<PathBuf>,
     ticker_stop: Arc<AtomicBool>,
@@ -72,6 +72,16 @@ pub struct Inspection {
 }
 
 impl Runtime {
+    /// Takes a call slot, waiting at most the queue timeout.
+    pub async fn slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit> {
+        let wait = Duration::from_millis(self.config.queue_timeout_ms);
+        match tokio::time::timeout(wait, self.slots.clone().acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            Ok(Err(_)) => Err(PluginError::Internal("plugin slots closed".into())),
+            Err(_) => Err(PluginError::Busy),
+        }
+    }
+
     /// Builds the engine (pooling allocator when the address space allows it, on-demand
     /// otherwise), the linker and the ticker thread.
     pub fn new(config: &PluginConfig, cache_dir: Option<PathBuf>) -> Result<Runtime> {

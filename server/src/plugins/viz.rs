@@ -12,7 +12,7 @@ use serde_json::Value as Json;
 use super::bindings::types::{Invocation, Size, Table};
 use super::bindings::viz::Viz;
 use super::bindings::viz::exports::liteset::plugin::visualization::QueryResult;
-use super::call::{self, Call};
+use super::call::Call;
 use super::registry::{Loaded, Pre};
 use super::{Kind, PluginError, Plugins, Result, table};
 
@@ -88,9 +88,9 @@ impl Plugins {
         request_id: &str,
     ) -> Result<Json> {
         let pre = viz_pre(plugin)?;
-        let _slot = call::slot(&self.runtime).await?;
+        let _slot = self.runtime.slot().await?;
         let mut call = Call::new(
-            &self.runtime,
+            &self.runtime.engine,
             &plugin.summary.name,
             request_id,
             plugin.limits,
@@ -136,9 +136,9 @@ impl Plugins {
             .into_iter()
             .map(|(query_index, data)| QueryResult { query_index, data })
             .collect();
-        let _slot = call::slot(&self.runtime).await?;
+        let _slot = self.runtime.slot().await?;
         let mut call = Call::new(
-            &self.runtime,
+            &self.runtime.engine,
             &plugin.summary.name,
             request_id,
             plugin.limits,

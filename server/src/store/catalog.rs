@@ -5,7 +5,7 @@
 use chrono::Utc;
 
 use super::db::{Executor, Tx, Value};
-use super::model::{self, Field, Kind, Model, Pred};
+use super::model::{self, Field, Kind, Model, Pred, Record};
 use super::{Error, Result, Store};
 use crate::params;
 
@@ -1334,6 +1334,162 @@ pub fn dashboard_scope(g: &Grants, admin: bool) -> Pred {
     Pred::Or(any)
 }
 
+// The named conditions the API's list filters and scopes ask for, so that the SQL behind
+// each filter name lives here with the models it reads. Every value is a bound parameter.
+
+/// `%text%`: FAB's case-insensitive "contains" pattern (its `%` and `_` are not escaped, as
+/// in Superset).
+fn contains(text: &str) -> Value {
+    Value::Text(format!("%{text}%"))
+}
+
+/// Records created by the user (`created_by_fk`): Superset's `*_created_by_me` filters and
+/// the non-admin scope of saved queries.
+pub fn created_by(user_id: i64) -> Pred {
+    Pred::sql("t.created_by_fk = ?", vec![Value::Int(user_id)])
+}
+
+/// Records whose creator is recorded (`yes`) or unknown (`!yes`): `*_has_created_by`.
+pub fn has_creator(yes: bool) -> Pred {
+    if yes {
+        Pred::sql("t.created_by_fk IS NOT NULL", vec![])
+    } else {
+        Pred::sql("t.created_by_fk IS NULL", vec![])
+    }
+}
+
+/// Records the user marked as favourite; `class` is Superset's `favstar` class name of the
+/// listed model (`slice`, `Dashboard`, `query`), as [`Store::set_favorite`] writes it.
+pub fn favorite_of(class: &str, user_id: i64) -> Pred {
+    Pred::sql(
+        "EXISTS (SELECT 1 FROM favstar fs WHERE fs.class_name = ? AND fs.obj_id = t.id AND fs.user_id = ?)",
+        vec![Value::Text(class.into()), Value::Int(user_id)],
+    )
+}
+
+/// Charts and dashboards with (`yes`) or without a non-empty `certified_by`: `*_is_certified`.
+pub fn certified(yes: bool) -> Pred {
+    if yes {
+        Pred::sql(
+            "t.certified_by IS NOT NULL AND t.certified_by <> ''",
+            vec![],
+        )
+    } else {
+        Pred::sql("t.certified_by IS NULL OR t.certified_by = ''", vec![])
+    }
+}
+
+/// Charts the user created or co-owns (`slice_user`): who may change a chart besides admins.
+pub fn chart_owned_or_created_by(user_id: i64) -> Pred {
+    Pred::sql(
+        "t.created_by_fk = ? OR EXISTS (SELECT 1 FROM slice_user o WHERE o.slice_id = t.id AND o.user_id = ?)",
+        vec![Value::Int(user_id), Value::Int(user_id)],
+    )
+}
+
+/// Charts the user created, co-owns or marked as favourite: Superset's
+/// `chart_owned_created_favored_by_me`.
+pub fn chart_owned_created_or_favored_by(user_id: i64, favorite_class: &str) -> Pred {
+    Pred::Or(vec![
+        chart_owned_or_created_by(user_id),
+        favorite_of(favorite_class, user_id),
+    ])
+}
+
+/// Charts whose name, description, viz type or dataset's table name contains `text`
+/// (case-insensitive): Superset's `chart_all_text`.
+pub fn chart_text_contains(text: &str) -> Pred {
+    let p = contains(text);
+    Pred::sql(
+        "LOWER(t.slice_name) LIKE LOWER(?) OR LOWER(COALESCE(t.description, '')) LIKE LOWER(?) \
+         OR LOWER(COALESCE(t.viz_type, '')) LIKE LOWER(?) OR EXISTS (SELECT 1 FROM tables tt \
+         WHERE tt.id = t.datasource_id AND LOWER(tt.table_name) LIKE LOWER(?))",
+        vec![p.clone(), p.clone(), p.clone(), p],
+    )
+}
+
+/// Charts built on one of the datasets (`datasource_type` `table`): what deleting a dataset
+/// or database would orphan.
+pub fn charts_on_datasets(dataset_ids: &[i64]) -> Pred {
+    Pred::And(vec![
+        Pred::sql("t.datasource_type = ?", vec![Value::Text("table".into())]),
+        Pred::in_list(
+            "t.datasource_id",
+            dataset_ids.iter().map(|i| Value::Int(*i)).collect(),
+            false,
+        ),
+    ])
+}
+
+/// Dashboards whose title or slug contains `text` (case-insensitive): Superset's
+/// `title_or_slug`.
+pub fn dashboard_title_or_slug_contains(text: &str) -> Pred {
+    let p = contains(text);
+    Pred::sql(
+        "LOWER(COALESCE(t.dashboard_title, '')) LIKE LOWER(?) OR LOWER(COALESCE(t.slug, '')) LIKE LOWER(?)",
+        vec![p.clone(), p],
+    )
+}
+
+/// Datasets of one database.
+pub fn datasets_in_database(database_id: i64) -> Pred {
+    Pred::sql("t.database_id = ?", vec![Value::Int(database_id)])
+}
+
+/// Physical datasets (no SQL of their own) when `yes`, virtual ones otherwise: Superset's
+/// `dataset_is_null_or_empty` on `sql`.
+pub fn dataset_is_physical(yes: bool) -> Pred {
+    if yes {
+        Pred::sql("t.sql IS NULL OR t.sql = ''", vec![])
+    } else {
+        Pred::sql("t.sql IS NOT NULL AND t.sql <> ''", vec![])
+    }
+}
+
+/// Datasets whose `extra` names a `certified_by` (`yes`) or does not: Superset's
+/// `dataset_is_certified`, which looks into the JSON text the same way.
+pub fn dataset_certified(yes: bool) -> Pred {
+    let pattern = Value::Text("%\"certified_by\"%".into());
+    if yes {
+        Pred::sql("t.extra LIKE ?", vec![pattern])
+    } else {
+        Pred::sql("t.extra IS NULL OR t.extra NOT LIKE ?", vec![pattern])
+    }
+}
+
+/// Databases that allow (`yes`) or refuse file uploads: Superset's `database_file_upload`
+/// filter on `allow_file_upload`.
+pub fn database_allows_file_upload(yes: bool) -> Pred {
+    Pred::sql("t.allow_file_upload = ?", vec![Value::Bool(yes)])
+}
+
+/// Databases shown in SQL Lab (`expose_in_sqllab`).
+pub fn database_exposed_in_sqllab() -> Pred {
+    Pred::sql("t.expose_in_sqllab = ?", vec![Value::Bool(true)])
+}
+
+/// SQL Lab queries the user ran (`query.user_id`).
+pub fn queries_run_by(user_id: i64) -> Pred {
+    Pred::sql("t.user_id = ?", vec![Value::Int(user_id)])
+}
+
+/// Records changed at or after `since` (naive UTC, as `changed_on` is stored).
+pub fn changed_since(since: chrono::NaiveDateTime) -> Pred {
+    Pred::sql("t.changed_on >= ?", vec![Value::Timestamp(since)])
+}
+
+/// Saved queries whose label, description, SQL or schema contains `text` (case-insensitive):
+/// Superset's `all_text`.
+pub fn saved_query_text_contains(text: &str) -> Pred {
+    let p = contains(text);
+    Pred::sql(
+        "LOWER(COALESCE(t.label, '')) LIKE LOWER(?) OR LOWER(COALESCE(t.description, '')) \
+         LIKE LOWER(?) OR LOWER(COALESCE(t.sql, '')) LIKE LOWER(?) \
+         OR LOWER(COALESCE(t.\"schema\", '')) LIKE LOWER(?)",
+        vec![p.clone(), p.clone(), p.clone(), p],
+    )
+}
+
 impl Store {
     /// Rewrites a dashboard's `json_metadata` (an object; anything else reads as `{}`) with
     /// `edit`, in one transaction so concurrent edits of other keys are not lost. The acting
@@ -1390,6 +1546,22 @@ impl Store {
         }
         tx.commit().await?;
         Ok(true)
+    }
+
+    /// A dataset's columns and saved metrics (what chart data, drill info and the dataset's
+    /// show answer read besides the dataset itself).
+    pub async fn dataset_children(&self, id: i64) -> Result<(Vec<Record>, Vec<Record>)> {
+        let by_table = |m| Pred::field(m, "table_id", model::Op::Eq, Value::Int(id));
+        let (_, cids) = self
+            .list_ids(&DATASET_COLUMN, &by_table(&DATASET_COLUMN)?, None, None)
+            .await?;
+        let (_, mids) = self
+            .list_ids(&DATASET_METRIC, &by_table(&DATASET_METRIC)?, None, None)
+            .await?;
+        Ok((
+            self.load(&DATASET_COLUMN, &cids, &[]).await?,
+            self.load(&DATASET_METRIC, &mids, &[]).await?,
+        ))
     }
 
     /// Marks or unmarks a record as one of the user's favourites (`favstar`; `class` is
@@ -1462,3 +1634,62 @@ pub static FAVSTAR: Model = Model {
         col!("obj_id", Int),
     ],
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Location;
+
+    /// Every named predicate is valid SQL against the migrated schema of the model it is
+    /// meant for (a misspelt column would otherwise only show when a client used the filter).
+    #[tokio::test]
+    async fn named_predicates_run_against_their_models() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(Location::Sqlite(&dir.path().join("meta.db")), 1)
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let since = chrono::DateTime::from_timestamp(0, 0).unwrap().naive_utc();
+        let cases: Vec<(&Model, Pred)> = vec![
+            (&CHART, created_by(1)),
+            (&CHART, has_creator(true)),
+            (&CHART, has_creator(false)),
+            (&CHART, favorite_of("slice", 1)),
+            (&CHART, certified(true)),
+            (&CHART, certified(false)),
+            (&CHART, chart_owned_or_created_by(1)),
+            (&CHART, chart_owned_created_or_favored_by(1, "slice")),
+            (&CHART, chart_text_contains("a")),
+            (&CHART, charts_on_datasets(&[1, 2])),
+            (&CHART, charts_on_datasets(&[])),
+            (&DASHBOARD, dashboard_title_or_slug_contains("a")),
+            (&DASHBOARD, certified(true)),
+            (&DASHBOARD, favorite_of("Dashboard", 1)),
+            (&DATASET, datasets_in_database(1)),
+            (&DATASET, dataset_is_physical(true)),
+            (&DATASET, dataset_is_physical(false)),
+            (&DATASET, dataset_certified(true)),
+            (&DATASET, dataset_certified(false)),
+            (&DATABASE, database_allows_file_upload(true)),
+            (&DATABASE, database_exposed_in_sqllab()),
+            (&QUERY, queries_run_by(1)),
+            (&QUERY, changed_since(since)),
+            (&SAVED_QUERY, created_by(1)),
+            (&SAVED_QUERY, saved_query_text_contains("a")),
+            (&SAVED_QUERY, favorite_of("query", 1)),
+        ];
+        for (model, pred) in cases {
+            let (count, _) = store
+                .list_ids(model, &pred, None, None)
+                .await
+                .unwrap_or_else(|e| panic!("{} {pred:?}: {e}", model.table));
+            assert_eq!(
+                count, 0,
+                "{}: an empty catalog matches nothing",
+                model.table
+            );
+        }
+        let (columns, metrics) = store.dataset_children(1).await.unwrap();
+        assert!(columns.is_empty() && metrics.is_empty());
+    }
+}
