@@ -9,7 +9,6 @@ use crate::config::{Config, ConfigError};
 use crate::state::AppState;
 use crate::store::{self, Location, NewUser, Store};
 
-
 /// Startup failures; `main` maps configuration problems to exit code 2, the rest to 1.
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use serde_json::{Value as Json, json};
 
-use crate::state::AppState;
 use crate::assets::{self, Files, ImportOptions, Kind};
+use crate::state::AppState;
 
 /// Stable ids, so re-running never duplicates the examples.
 const DATABASE_UUID: &str = "6a1c3a4e-0d1b-4c41-9a55-1f0e1a7c0001";

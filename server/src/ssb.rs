@@ -19,10 +19,10 @@ use futures_util::SinkExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_postgres::{Client, NoTls, Transaction};
 
-use crate::state::AppState;
 use crate::assets::{self, AssetsError, ImportOptions, Kind};
 use crate::config::Config;
 use crate::engines::EngineOptions;
+use crate::state::AppState;
 use crate::uri::{ConnectionUri, Engine};
 use data::{RowSource, Sizes};
 

@@ -14,9 +14,9 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
 use super::resource::{self, JsonValue};
-use crate::state::AppState;
 use crate::assets::{self, ImportAccess, ImportOptions, Kind};
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::catalog::Grants;
 use crate::store::model::{Pred, Record};
 

@@ -15,7 +15,6 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource;
-use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::engines::{Cell, ConnectionSpec, Dialect};
 use crate::plugins::{GuestErrorKind, PluginError, pipeline};
@@ -25,6 +24,7 @@ use crate::query::offsets;
 use crate::query::runner::{self, CachePolicy};
 use crate::query::sql::{self, Limits};
 use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
+use crate::state::AppState;
 use crate::store::catalog::{self, CHART, DATASET};
 
 /// What chart data answers with.

@@ -17,10 +17,10 @@ use super::extract::{Auth, JsonBody};
 use super::resource::{
     self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, value_json,
 };
-use crate::state::AppState;
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::engines::{ColumnInfo, EngineError};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, ChildWrite, DATABASE, DATASET, DATASET_COLUMN, DATASET_METRIC};
 use crate::store::model::{Op, Pred, Record};

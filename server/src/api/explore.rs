@@ -14,8 +14,8 @@ use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, JsonValue, Saved};
 use super::temporary_cache::{self as tc, FORM_DATA, FORM_DATA_TTL};
-use crate::state::AppState;
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::catalog::{self, CHART, DATASET};
 use crate::store::model::Record;
 

@@ -12,8 +12,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
 use super::error::ApiError;
-use crate::state::AppState;
 use crate::auth::{Principal, SessionData, session::SESSION_COOKIE};
+use crate::state::AppState;
 
 /// The shared state, which `routes` attaches to every request.
 pub fn state(req: &Request) -> poem::Result<Arc<AppState>> {

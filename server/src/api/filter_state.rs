@@ -16,8 +16,8 @@ use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, JsonValue, Saved};
 use super::temporary_cache::{self as tc, FILTER_STATE, FILTER_STATE_TTL};
-use crate::state::AppState;
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::catalog::DASHBOARD;
 
 /// The dashboard state endpoints.

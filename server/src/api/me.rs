@@ -12,8 +12,8 @@ use serde_json::Value;
 use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
-use crate::state::AppState;
 use crate::auth::{CurrentUser, Principal};
+use crate::state::AppState;
 
 /// The current user.
 #[derive(Debug, Object)]

@@ -13,9 +13,9 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
 use super::resource::JsonValue;
-use crate::state::AppState;
 use crate::auth::{self, CurrentUser, Principal};
 use crate::plugins::{PluginSummary, WIT_VERSION};
+use crate::state::AppState;
 
 /// The plugin management API.
 pub struct PluginApi {

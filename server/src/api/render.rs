@@ -21,12 +21,12 @@ use super::chart_data::{self, Executed};
 use super::error::ApiError;
 use super::extract::Auth;
 use super::resource;
-use crate::state::AppState;
 use crate::auth::{CurrentUser, Principal};
 use crate::plugins::viz::frame_table;
 use crate::query::context::{self};
 use crate::query::runner::CachePolicy;
 use crate::render::{self, RenderError, raster, sanitize};
+use crate::state::AppState;
 use crate::store::catalog::{self, CHART, DASHBOARD};
 use crate::store::model::Record;
 

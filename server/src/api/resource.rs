@@ -18,8 +18,8 @@ use super::extract::Auth;
 use super::listquery::{
     self, FAB_API_MAX_PAGE_SIZE, FAB_DEFAULT_PAGE_SIZE, Filter, ListQuery, QError,
 };
-use crate::state::AppState;
 use crate::auth::CurrentUser;
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, Changes, USER_REF};
 use crate::store::model::{Field, Kind, Model, Op, Order, Page, Pred, Record};

@@ -17,10 +17,10 @@ use super::listquery;
 use super::resource::{
     self, BodyField, BodyType, JsonValue, Saved, Spec, body, common_computed, humanize,
 };
-use crate::state::AppState;
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{DATABASE, SAVED_QUERY};
 use crate::store::model::{Pred, Record};

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use crate::state::AppState;
 use crate::auth::SessionData;
+use crate::state::AppState;
 
 /// Login request, as FAB's `SecurityApi.login` takes it.
 #[derive(Debug, Deserialize, Object)]

@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 
 use super::error::ApiError;
 use super::extract;
-use crate::state::AppState;
 use crate::auth::{CurrentUser, Principal};
 use crate::frontend::Installed;
+use crate::state::AppState;
 
 /// The SPA's pages, as Superset routes them (trailing slashes are stripped before routing).
 /// Each renders the same shell; the app draws the page for the URL.

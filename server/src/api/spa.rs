@@ -17,8 +17,8 @@ use super::error::ApiError;
 use super::extract::Auth;
 use super::listquery;
 use super::resource::{self, JsonValue};
-use crate::state::AppState;
 use crate::query::timerange::{self, Relative};
+use crate::state::AppState;
 
 /// The app's small endpoints.
 pub struct SpaApi {

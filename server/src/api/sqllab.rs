@@ -25,7 +25,6 @@ use super::error::{ApiError, ErrorBody};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, JsonValue, iso, render};
 use super::{database, listquery};
-use crate::state::AppState;
 use crate::auth::CurrentUser;
 use crate::engines::{
     Cell, ConnectionSpec, EngineError, ExecOptions, GenericType, ResultSet, engine_name,
@@ -34,6 +33,7 @@ use crate::engines::{
 use crate::query::frame::{Frame, cell_json};
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::query::sqllab::{self, Plan, RunOutcome, SqlLabError};
+use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, DATABASE, DATASET, QUERY};
 use crate::store::model::{Order, Page, Pred, Record};

@@ -16,8 +16,8 @@ use super::extract::{self, Auth};
 use super::redirect::safe_next;
 use super::security::{session_cookie, session_with_csrf};
 use super::shell::{self, escape_html as escape};
-use crate::state::AppState;
 use crate::auth::{self, Principal, SessionData};
+use crate::state::AppState;
 
 /// The login form's fields.
 #[derive(Debug, Deserialize, Object)]
