@@ -1,6 +1,10 @@
 //! The `liteset` command: serve, init, migrate, create-admin, check-config, load-examples, and
 //! the plugin authoring tools (`liteset plugin …`, in `liteset::authoring`).
 
+// The served endpoint's type nests every middleware twice over (poem's `Around`); computing the
+// layout of `serve`'s future exceeds the default query depth of 128 in release builds.
+#![recursion_limit = "256"]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
