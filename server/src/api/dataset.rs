@@ -239,7 +239,7 @@ fn metric_json(m: &Record) -> Json_ {
     })
 }
 
-pub(super) async fn children(
+pub(crate) async fn children(
     state: &AppState,
     id: i64,
 ) -> Result<(Vec<Record>, Vec<Record>), ApiError> {
