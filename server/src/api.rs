@@ -6,12 +6,12 @@
 //! Domain types never derive poem-openapi traits: each resource module has its own wire types.
 
 mod assets;
-mod chart;
+pub(crate) mod chart;
 mod chart_data;
 mod dashboard;
 mod dashboard_page;
-mod database;
-mod dataset;
+pub(crate) mod database;
+pub(crate) mod dataset;
 pub mod error;
 mod explore;
 pub mod extract;

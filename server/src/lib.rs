@@ -19,6 +19,7 @@ pub mod plugins;
 pub mod query;
 pub mod render;
 pub mod seal;
+pub mod services;
 pub mod ssb;
 pub mod state;
 pub mod store;

@@ -11,7 +11,6 @@ use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::assets::{self, ImportForm, ZipFile};
-use super::chart;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
@@ -525,7 +524,7 @@ impl DashboardApi {
                     .into(),
                 description: c.get::<String>("description").into(),
                 description_markeddown: c.text("description").to_owned(),
-                form_data: poem_openapi::types::Any(chart::form_data(c)),
+                form_data: poem_openapi::types::Any(crate::services::chart::form_data(c)),
                 slice_url: format!("/explore/?slice_id={}", c.id),
                 certified_by: c.get::<String>("certified_by").into(),
                 certification_details: c.get::<String>("certification_details").into(),

@@ -592,6 +592,23 @@ impl From<crate::assets::AssetsError> for ApiError {
     }
 }
 
+impl From<crate::services::Error> for ApiError {
+    fn from(e: crate::services::Error) -> Self {
+        use crate::services::Error as E;
+        let text = e.to_string();
+        match e {
+            E::Query(e) => e.into(),
+            E::Store(e) => e.into(),
+            E::Auth(e) => e.into(),
+            E::Plugin(e) => e.into(),
+            E::Render(e) => e.into(),
+            E::EmptyQuery | E::NoQueryContext => ApiError::bad_request(text),
+            E::Internal(cause) => ApiError::internal(&cause),
+            E::Connection(e) => e.into(),
+        }
+    }
+}
+
 impl poem::error::ResponseError for ApiError {
     fn status(&self) -> StatusCode {
         self.status

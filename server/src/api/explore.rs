@@ -180,7 +180,7 @@ fn slice_data(c: &Record) -> Json_ {
         "description": c.get::<String>("description"),
         "description_markeddown": c.text("description"),
         "edit_url": format!("/chart/edit/{}", c.id),
-        "form_data": super::chart::form_data(c),
+        "form_data": crate::services::chart::form_data(c),
         "query_context": c.get::<String>("query_context"),
         "modified": changed.map(resource::humanize),
         "owners": c.related("owners").iter().map(|o| o.id).collect::<Vec<_>>(),
@@ -331,7 +331,7 @@ impl ExploreApi {
         };
         let mut form_data = match &chart {
             Some(c) => {
-                let mut fd = super::chart::form_data(c)
+                let mut fd = crate::services::chart::form_data(c)
                     .as_object()
                     .cloned()
                     .unwrap_or_default();

@@ -293,6 +293,27 @@ fn marshmallow_message(path: &str, serde_msg: &str) -> (String, String) {
     (field, msg.into())
 }
 
+/// Runs `work` until it finishes or the client closes its connection; dropping `work` then
+/// cancels its queries inside the database.
+pub async fn until_gone<T, E: Into<ApiError>>(
+    state: &AppState,
+    req: &Request,
+    work: impl std::future::Future<Output = Result<T, E>>,
+) -> Result<T, ApiError> {
+    let peer = req.remote_addr().as_socket_addr().copied();
+    tokio::select! {
+        out = work => out.map_err(Into::into),
+        () = state.connections.gone(peer.as_ref()) => {
+            tracing::info!(message = "Client went away; its queries were cancelled.");
+            // nginx's "client closed request"; nobody reads it.
+            Err(ApiError::message(
+                StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+                "Client closed request",
+            ))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

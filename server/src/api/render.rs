@@ -2,33 +2,26 @@
 //! chart thumbnail (`/api/v1/chart/<pk>/thumbnail/<digest>/`), and the dashboard page
 //! `/dashboard/<id_or_slug>/` laying out its charts' SVGs by `position_json`.
 //!
-//! A render runs the chart's query context (saved, or built by the viz plugin from `params`)
-//! through the chart-data path (same RBAC, same results cache), hands the rows to the viz
-//! plugin of the chart's `viz_type`, sanitises the SVG and caches the finished bytes under a
-//! key of the plugin's identity, the size, the form data and the rows.
+//! The chart endpoints authorize `can_read` on Chart and hand the work to
+//! [`crate::services::render`] (which runs the chart-data pipeline and the viz plugin).
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Binary, Html};
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::{Value as Json_, json};
+use serde_json::json;
 
 use super::Tags;
-use super::chart_data::{self, Executed};
 use super::error::ApiError;
-use super::extract::Auth;
+use super::extract::{Auth, until_gone};
 use super::resource;
-use crate::auth::{CurrentUser, Principal};
-use crate::plugins::viz::frame_table;
-use crate::query::context::{self};
-use crate::query::runner::CachePolicy;
-use crate::render::{self, RenderError, raster, sanitize};
+use crate::auth::Principal;
+use crate::render::{self as draw, RenderError};
+use crate::services::render::{self, Thumbnail};
 use crate::state::AppState;
-use crate::store::catalog::{self, CHART, DASHBOARD};
-use crate::store::model::Record;
+use crate::store::catalog::DASHBOARD;
 
 /// Served SVG may be opened as a document: it may not run or load anything.
 const SVG_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:";
@@ -87,175 +80,12 @@ fn size(
     png: bool,
 ) -> Result<(u32, u32), ApiError> {
     let (w, h) = (width.unwrap_or(default.0), height.unwrap_or(default.1));
-    render::check_size(w, h, png)?;
+    draw::check_size(w, h, png)?;
     Ok((w, h))
 }
 
 fn truthy(v: Option<&str>) -> bool {
     v.is_some_and(|f| f == "true" || f == "1")
-}
-
-/// A chart the user may read (404 missing, 403 out of reach), as chart data checks it.
-async fn readable_chart(
-    state: &AppState,
-    auth: &Auth,
-    pk: i64,
-) -> Result<(Arc<CurrentUser>, Record), ApiError> {
-    let user = resource::authorized(state, auth, "can_read", "Chart").await?;
-    let scope = catalog::chart_scope(&user.grants());
-    resource::in_reach(state, &CHART, pk, &scope, resource::forbidden).await?;
-    let chart = state.store.load_one(&CHART, pk, &[]).await?;
-    Ok((user, chart))
-}
-
-/// The form data a viz plugin renders with: the chart's params with the ids Superset adds, its
-/// name (for the title) and the dataset's verbose names (for labels), as Superset's frontend
-/// has them.
-async fn render_form_data(state: &AppState, chart: &Record) -> Result<Json_, ApiError> {
-    let mut fd = super::chart::form_data(chart);
-    if fd.get("slice_name").is_none() {
-        fd["slice_name"] = json!(chart.text("slice_name"));
-    }
-    if fd.get("verbose_map").is_none()
-        && let Some(ds) = chart.get::<i64>("datasource_id")
-    {
-        let loaded = chart_data::datasource(state, ds).await?;
-        let mut verbose = serde_json::Map::new();
-        for c in &loaded.0.columns {
-            verbose.insert(
-                c.name.clone(),
-                json!(c.verbose_name.clone().unwrap_or_else(|| c.name.clone())),
-            );
-        }
-        for m in &loaded.0.metrics {
-            verbose.insert(
-                m.name.clone(),
-                json!(m.verbose_name.clone().unwrap_or_else(|| m.name.clone())),
-            );
-        }
-        fd["verbose_map"] = Json_::Object(verbose);
-    }
-    Ok(fd)
-}
-
-/// A finished SVG render and how long it may be cached.
-struct Rendered {
-    svg: Arc<[u8]>,
-    key: String,
-    policy: CachePolicy,
-}
-
-/// Runs the chart's queries and renders them with its viz plugin (or takes the cached render).
-async fn chart_svg(
-    state: &AppState,
-    user: &CurrentUser,
-    chart: &Record,
-    (width, height): (u32, u32),
-    force: bool,
-) -> Result<Rendered, ApiError> {
-    let viz_type = chart.text("viz_type");
-    let plugin = state
-        .plugins
-        .viz_for(&viz_type)
-        .await?
-        .ok_or_else(|| RenderError::NoPlugin(viz_type.clone()))?;
-    let mut body = chart_data::chart_context(state, chart).await?;
-    if let Some(obj) = body.as_object_mut() {
-        obj.insert("force".into(), json!(force));
-        obj.insert("result_type".into(), json!("full"));
-        obj.insert("result_format".into(), json!("json"));
-    }
-    let ctx = context::parse(&body, &state.plugins.post_processor_names())?;
-    let Executed { answers, policy } = chart_data::execute(state, user, ctx, &body).await?;
-    let form_data = render_form_data(state, chart).await?.to_string();
-    // The key covers everything the picture depends on: the plugin (by content), the size,
-    // the form data and the rows themselves, so a re-run that changed the data misses.
-    let summary = &plugin.summary;
-    let (w, h) = (width.to_le_bytes(), height.to_le_bytes());
-    let mut parts: Vec<Vec<u8>> = vec![
-        b"svg".to_vec(),
-        summary.sha256.as_bytes().to_vec(),
-        summary.name.as_bytes().to_vec(),
-        viz_type.as_bytes().to_vec(),
-        w.to_vec(),
-        h.to_vec(),
-        form_data.as_bytes().to_vec(),
-    ];
-    for a in &answers {
-        parts.push(serde_json::to_vec(&a.payload["colnames"]).unwrap_or_default());
-        parts.push(serde_json::to_vec(&a.payload["data"]).unwrap_or_default());
-    }
-    let key = render::key(&parts.iter().map(Vec::as_slice).collect::<Vec<_>>());
-    if !force && let Some(svg) = state.renders.get(&key).await {
-        return Ok(Rendered { svg, key, policy });
-    }
-    let tables = answers
-        .iter()
-        .enumerate()
-        .filter_map(|(i, a)| {
-            a.frame
-                .as_ref()
-                .map(|f| (u32::try_from(i).unwrap_or(u32::MAX), frame_table(f)))
-        })
-        .collect();
-    let started = Instant::now();
-    let request_id = format!("chart-{}", chart.id);
-    let out = state
-        .plugins
-        .render(&plugin, &form_data, tables, (width, height), &request_id)
-        .await?;
-    let raw = out
-        .svg
-        .ok_or_else(|| RenderError::NoSvg(summary.name.clone()))?;
-    let clean = sanitize::sanitize(&raw, width, height).map_err(|e| RenderError::BadSvg {
-        plugin: summary.name.clone(),
-        detail: e.to_string(),
-    })?;
-    tracing::debug!(chart = chart.id, plugin = %summary.name, elapsed_ms = started.elapsed().as_millis() as u64, bytes = clean.len(), "chart rendered");
-    let svg: Arc<[u8]> = Arc::from(clean.into_bytes());
-    state.renders.insert(key.clone(), svg.clone(), policy).await;
-    Ok(Rendered { svg, key, policy })
-}
-
-/// At most this many rasterisations run at once (each holds a pixmap and a core).
-static RASTER_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(2);
-
-/// The chart as PNG, rasterised from its SVG (or taken from the cache).
-async fn chart_png(
-    state: &AppState,
-    user: &CurrentUser,
-    chart: &Record,
-    (width, height): (u32, u32),
-    force: bool,
-) -> Result<Vec<u8>, ApiError> {
-    let rendered = chart_svg(state, user, chart, (width, height), force).await?;
-    let key = render::key(&[b"png", rendered.key.as_bytes()]);
-    if !force && let Some(png) = state.renders.get(&key).await {
-        return Ok(png.to_vec());
-    }
-    let _slot = RASTER_SLOTS
-        .acquire()
-        .await
-        .map_err(|e| ApiError::internal(&e))?;
-    let svg = rendered.svg.clone();
-    let started = Instant::now();
-    let png = tokio::task::spawn_blocking(move || {
-        raster::png(std::str::from_utf8(&svg).unwrap_or_default(), width, height)
-    })
-    .await
-    .map_err(|e| ApiError::internal(&e))?
-    .map_err(RenderError::from)?;
-    tracing::debug!(
-        chart = chart.id,
-        elapsed_ms = started.elapsed().as_millis() as u64,
-        bytes = png.len(),
-        "chart rasterised"
-    );
-    state
-        .renders
-        .insert(key, Arc::from(png.as_slice()), rendered.policy)
-        .await;
-    Ok(png)
 }
 
 #[OpenApi(tag = "Tags::Chart")]
@@ -277,12 +107,12 @@ impl RenderApi {
         height: Query<Option<u32>>,
         force: Query<Option<String>>,
     ) -> Result<SvgResponse, ApiError> {
-        let size = size(width.0, height.0, render::DEFAULT_SIZE, false)?;
-        let (user, chart) = readable_chart(&self.state, &auth, pk.0).await?;
-        let work = chart_svg(&self.state, &user, &chart, size, truthy(force.0.as_deref()));
-        let rendered = chart_data::until_gone(&self.state, req, work).await?;
+        let size = size(width.0, height.0, draw::DEFAULT_SIZE, false)?;
+        let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
+        let work = render::svg(&self.state, &user, pk.0, size, truthy(force.0.as_deref()));
+        let svg = until_gone(&self.state, req, work).await?;
         Ok(SvgResponse::Svg(
-            Binary(rendered.svg.to_vec()),
+            Binary(svg.to_vec()),
             SVG_CSP.into(),
             "nosniff".into(),
         ))
@@ -304,10 +134,10 @@ impl RenderApi {
         height: Query<Option<u32>>,
         force: Query<Option<String>>,
     ) -> Result<PngResponse, ApiError> {
-        let size = size(width.0, height.0, render::DEFAULT_SIZE, true)?;
-        let (user, chart) = readable_chart(&self.state, &auth, pk.0).await?;
-        let work = chart_png(&self.state, &user, &chart, size, truthy(force.0.as_deref()));
-        let png = chart_data::until_gone(&self.state, req, work).await?;
+        let size = size(width.0, height.0, draw::DEFAULT_SIZE, true)?;
+        let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
+        let work = render::png(&self.state, &user, pk.0, size, truthy(force.0.as_deref()));
+        let png = until_gone(&self.state, req, work).await?;
         Ok(PngResponse::Png(Binary(png)))
     }
 
@@ -330,18 +160,16 @@ impl RenderApi {
         height: Query<Option<u32>>,
         force: Query<Option<String>>,
     ) -> Result<ThumbnailResponse, ApiError> {
-        let size = size(width.0, height.0, render::THUMBNAIL_SIZE, true)?;
-        let (user, chart) = readable_chart(&self.state, &auth, pk.0).await?;
-        let current = super::chart::digest(&chart);
-        if digest.0 != current {
-            return Ok(ThumbnailResponse::Moved(format!(
-                "/api/v1/chart/{}/thumbnail/{current}/",
-                pk.0
-            )));
-        }
-        let work = chart_png(&self.state, &user, &chart, size, truthy(force.0.as_deref()));
-        let png = chart_data::until_gone(&self.state, req, work).await?;
-        Ok(ThumbnailResponse::Png(Binary(png)))
+        let size = size(width.0, height.0, draw::THUMBNAIL_SIZE, true)?;
+        let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
+        let force = truthy(force.0.as_deref());
+        let work = render::thumbnail(&self.state, &user, pk.0, &digest.0, size, force);
+        Ok(match until_gone(&self.state, req, work).await? {
+            Thumbnail::Png(png) => ThumbnailResponse::Png(Binary(png)),
+            Thumbnail::Moved(current) => {
+                ThumbnailResponse::Moved(format!("/api/v1/chart/{}/thumbnail/{current}/", pk.0))
+            }
+        })
     }
 
     /// The dashboard as a page for a browser: its title and its charts' SVGs laid out by

@@ -925,7 +925,7 @@ impl SqlLabApi {
             resource::authorized(&self.state, &auth, "can_execute_sql_query", "SQLLab").await?;
         // hyper keeps a handler running after its client hung up; this notices and drops the
         // wait, whose guard stops the query.
-        super::chart_data::until_gone(&self.state, req, self.execute_inner(&user, body.0)).await
+        super::extract::until_gone(&self.state, req, self.execute_inner(&user, body.0)).await
     }
 
     /// The stored results of a finished query: `?q=(key:'<resultsKey>',rows:N)`. Results are

@@ -90,6 +90,11 @@ pub struct Runner {
     flights: Mutex<HashMap<String, Weak<Flight>>>,
     /// Query contexts by result cache key, for `GET /chart/data/<cache_key>`.
     contexts: moka::future::Cache<String, Arc<serde_json::Value>>,
+    /// Cache keys of statements that passed the caller's checks (the disallowed-functions
+    /// check of chart data). The key covers the database and its revision and the SQL, and
+    /// the deny-lists are configuration, fixed for the process: a statement that passed once
+    /// passes again, so it is not parsed again on every request.
+    checked: moka::future::Cache<String, ()>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -132,6 +137,7 @@ impl Runner {
                 .max_capacity(10_000)
                 .time_to_live(context_ttl.max(Duration::from_secs(60)))
                 .build(),
+            checked: moka::future::Cache::new(10_000),
         }
     }
 
@@ -225,10 +231,18 @@ impl Runner {
     }
 
     /// Remembers the request behind `key` so `GET /chart/data/<key>` can answer it again.
-    pub async fn remember_context(&self, key: &str, context: serde_json::Value) {
-        self.contexts
-            .insert(key.to_owned(), Arc::new(context))
-            .await;
+    pub async fn remember_context(&self, key: &str, context: Arc<serde_json::Value>) {
+        self.contexts.insert(key.to_owned(), context).await;
+    }
+
+    /// Whether the statement of this cache key passed its checks before.
+    pub fn passed_checks(&self, key: &str) -> bool {
+        self.checked.contains_key(key)
+    }
+
+    /// Notes that the statement of this cache key passed its checks.
+    pub async fn note_passed_checks(&self, key: &str) {
+        self.checked.insert(key.to_owned(), ()).await;
     }
 
     /// The request remembered under `key`.

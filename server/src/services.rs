@@ -1,0 +1,59 @@
+//! Services: the use cases of the server, between `api` and the layers below it (`query`,
+//! `store`, `engines`, `plugins`, `render`).
+//!
+//! A service is one function per use case (chart data of a saved chart, a chart drawn as SVG,
+//! …). It is given typed domain input and the caller's access (`&CurrentUser`, already
+//! authenticated and authorized for the endpoint by the handler), does the whole job, and
+//! returns a domain result or a [`Error`]. It never knows HTTP: no status codes, no wire
+//! bodies, no request objects; `api/error.rs` alone turns an [`Error`] into a response, so a
+//! service can be called by any handler (or test) and answer the same.
+
+pub mod chart;
+pub mod chart_data;
+pub mod render;
+
+use crate::auth;
+use crate::plugins::PluginError;
+use crate::query::QueryError;
+use crate::render::RenderError;
+use crate::store;
+
+/// Why a service could not do its job: a lower layer's error, or one of the services' own.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The query layer refused or failed (bad context, SQL, engine, access to the dataset).
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// The metadata store failed, or the record does not exist.
+    #[error(transparent)]
+    Store(#[from] store::Error),
+    /// The caller may not do this.
+    #[error(transparent)]
+    Auth(#[from] auth::Error),
+    /// A plugin (post-processor, viz) failed.
+    #[error(transparent)]
+    Plugin(#[from] PluginError),
+    /// Drawing a chart failed.
+    #[error(transparent)]
+    Render(#[from] RenderError),
+    /// A query context without queries.
+    #[error("Empty query result")]
+    EmptyQuery,
+    /// A saved chart with neither a query context nor a viz plugin that could build one.
+    #[error("Chart has no query context saved. Please save the chart again.")]
+    NoQueryContext,
+    /// Something that is nobody's fault but the server's (a ZIP writer, a task that panicked);
+    /// the cause is logged, never shown.
+    #[error("{0}")]
+    Internal(String),
+    /// A stored database's connection could not be made ready (its URI or sealed password).
+    #[error(transparent)]
+    Connection(#[from] crate::connections::Error),
+}
+
+impl Error {
+    /// An internal failure with its cause.
+    pub fn internal(cause: &dyn std::fmt::Display) -> Error {
+        Error::Internal(cause.to_string())
+    }
+}

@@ -1,0 +1,795 @@
+//! Chart data (Superset's `ChartDataCommand`): a query context in, the chart's data out, as
+//! JSON payloads, one CSV or a ZIP of CSVs.
+//!
+//! The pipeline, top to bottom:
+//! 1. **load the datasource** ([`datasource`]: the dataset and its connection, cached) and check
+//!    the caller may read it;
+//! 2. **plan** ([`Run::new`]: limits, the cache-timeout chain, `ensure_totals`; per query
+//!    [`Run::plan`]: the SQL, its function check);
+//! 3. **run** ([`Run::fetch`]: the results cache and single flight of the runner, time offsets
+//!    joined);
+//! 4. **post-process** ([`Run::post_process`]: the wasm pipeline);
+//! 5. **shape** ([`Run::payload`] per query, [`shape`] for the whole response).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use chrono::NaiveDateTime;
+use serde_json::{Value as Json_, json};
+
+use super::Error;
+use crate::auth::CurrentUser;
+use crate::engines::{Cell, ConnectionSpec, Dialect};
+use crate::plugins::{GuestErrorKind, PluginError, pipeline};
+use crate::query::context::{self, QueryContext, QueryObject, ResultFormat, ResultType};
+use crate::query::frame::{self, Frame};
+use crate::query::offsets;
+use crate::query::runner::{self, CachePolicy, Outcome};
+use crate::query::sql::{self, Limits, Plan};
+use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
+use crate::state::AppState;
+use crate::store::catalog::{self, CHART, DATASET};
+use crate::store::model::Record;
+
+/// A chart-data response in its format.
+#[derive(Debug)]
+pub enum Output {
+    /// `{"result": [...]}`.
+    Json(Json_),
+    /// One query as CSV, with the attachment's file name.
+    Csv { body: Vec<u8>, filename: String },
+    /// Several queries as a ZIP of CSVs, with the attachment's file name.
+    Zip { body: Vec<u8>, filename: String },
+}
+
+/// What a saved chart's data request may override in its saved query context.
+#[derive(Debug, Default)]
+pub struct SavedChartOptions {
+    /// `result_format`, as given.
+    pub format: Option<String>,
+    /// `result_type`, as given.
+    pub result_type: Option<String>,
+    /// `force`: run the queries even if their results are cached.
+    pub force: bool,
+}
+
+/// `POST /chart/data`: runs a query context sent by the client.
+pub async fn data(state: &AppState, user: &CurrentUser, body: Json_) -> Result<Output, Error> {
+    let ctx = context::parse(&body, &state.plugins.post_processor_names())?;
+    respond(state, user, ctx, &Arc::new(body), None).await
+}
+
+/// `GET /chart/<pk>/data`: the data of a saved chart, from its saved query context.
+pub async fn saved_chart(
+    state: &AppState,
+    user: &CurrentUser,
+    pk: i64,
+    options: SavedChartOptions,
+) -> Result<Output, Error> {
+    let chart = readable_chart(state, user, pk).await?;
+    let mut body = chart_context(state, &chart).await?;
+    if let Some(obj) = body.as_object_mut() {
+        if let Some(f) = options.format {
+            obj.insert("result_format".into(), json!(f));
+        }
+        if let Some(t) = options.result_type {
+            obj.insert("result_type".into(), json!(t));
+        }
+        obj.insert("force".into(), json!(options.force));
+    }
+    let ctx = context::parse(&body, &state.plugins.post_processor_names())?;
+    respond(state, user, ctx, &Arc::new(body), Some(&chart)).await
+}
+
+/// `GET /chart/data/<cache_key>`: a result again, by the key a previous answer gave.
+pub async fn cached(state: &AppState, user: &CurrentUser, key: &str) -> Result<Output, Error> {
+    let Some(body) = state.runner.context(key).await else {
+        return Err(QueryError::CacheMiss.into());
+    };
+    let mut body = (*body).clone();
+    if let Some(obj) = body.as_object_mut() {
+        obj.insert("force".into(), json!(false));
+    }
+    let ctx = context::parse(&body, &state.plugins.post_processor_names())?;
+    respond(state, user, ctx, &Arc::new(body), None).await
+}
+
+/// A chart the user may read: `NotFound` when it does not exist, `Forbidden` when it is outside
+/// the user's data access.
+pub async fn readable_chart(
+    state: &AppState,
+    user: &CurrentUser,
+    pk: i64,
+) -> Result<Record, Error> {
+    let grants = user.grants();
+    // With access to every dataset the chart's existence is the only question, and loading it
+    // answers that (`NotFound`): one metadata round trip instead of two.
+    if !grants.all {
+        match state
+            .store
+            .reach(&CHART, pk, &catalog::chart_scope(&grants))
+            .await?
+        {
+            None => return Err(crate::store::Error::NotFound.into()),
+            Some(false) => return Err(crate::auth::Error::Forbidden.into()),
+            Some(true) => {}
+        }
+    }
+    Ok(state.store.load_one(&CHART, pk, &[]).await?)
+}
+
+/// The query context of a saved chart: its saved `query_context`, or, for a chart saved
+/// without one (created through the API with `params` only), the one its viz plugin's
+/// `build-query` makes from the chart's form data. The chart row is authoritative for the
+/// dataset, and unknown top-level keys (other Superset versions') are dropped.
+pub async fn chart_context(state: &AppState, chart: &Record) -> Result<Json_, Error> {
+    let saved = serde_json::from_str::<Json_>(&chart.text("query_context"))
+        .ok()
+        .filter(Json_::is_object);
+    let mut body = match saved {
+        Some(b) => b,
+        None => {
+            let viz_type = chart.text("viz_type");
+            let Some(plugin) = state.plugins.viz_for(&viz_type).await? else {
+                return Err(Error::NoQueryContext);
+            };
+            let form_data = super::chart::form_data(chart).to_string();
+            let request_id = format!("chart-{}", chart.id);
+            state
+                .plugins
+                .build_query(&plugin, &form_data, &request_id)
+                .await?
+        }
+    };
+    let Some(obj) = body.as_object_mut() else {
+        return Err(Error::NoQueryContext);
+    };
+    // The chart row is authoritative for its dataset: a query context saved on another
+    // server (an imported bundle) still names that server's dataset id.
+    if let Some(ds) = chart.get::<i64>("datasource_id") {
+        obj.insert("datasource".into(), json!({"id": ds, "type": "table"}));
+    }
+    obj.retain(|k, _| context::TOP_LEVEL.contains(&k.as_str()));
+    let form_data = obj.entry("form_data").or_insert_with(|| json!({}));
+    if let Some(fd) = form_data.as_object_mut() {
+        fd.insert("slice_id".into(), json!(chart.id));
+    }
+    Ok(body)
+}
+
+/// Runs every query of `ctx` for `user` and shapes the response in the requested format.
+async fn respond(
+    state: &AppState,
+    user: &CurrentUser,
+    ctx: QueryContext,
+    raw: &Arc<Json_>,
+    chart: Option<&Record>,
+) -> Result<Output, Error> {
+    if ctx.result_format == ResultFormat::Xlsx {
+        return Err(QueryError::Unsupported("result_format xlsx").into());
+    }
+    if ctx.result_format == ResultFormat::Csv && !user.has("can_csv", "Superset") {
+        return Err(crate::auth::Error::Forbidden.into());
+    }
+    let result_format = ctx.result_format;
+    let answers = execute(state, user, ctx, raw, chart).await?.answers;
+    shape(result_format, answers)
+}
+
+/// The dataset of a request with its connection, from the cache or the catalog.
+pub async fn datasource(
+    state: &AppState,
+    id: i64,
+) -> Result<Arc<(Datasource, ConnectionSpec)>, Error> {
+    if let Some(hit) = state.datasources.get(&id).await {
+        return Ok(hit);
+    }
+    let loaded = Arc::new(load_datasource(state, id).await?);
+    state.datasources.insert(id, loaded.clone()).await;
+    Ok(loaded)
+}
+
+/// Loads the dataset of a request as the query layer needs it.
+async fn load_datasource(state: &AppState, id: i64) -> Result<(Datasource, ConnectionSpec), Error> {
+    let Some(rec) = state
+        .store
+        .load(&DATASET, &[id], &["database"])
+        .await?
+        .pop()
+    else {
+        return Err(QueryError::NotFound.into());
+    };
+    let database_id: i64 = rec.get("database_id").unwrap_or_default();
+    // Still the api layer's helpers (they unseal the password and list the children); they
+    // move below `api` separately.
+    let spec = crate::connections::connection_spec(state, database_id).await?;
+    let (columns, metrics) = state.store.dataset_children(id).await?;
+    let db = rec.one("database");
+    let opt_text = |s: String| Some(s).filter(|s| !s.is_empty());
+    Ok((
+        Datasource {
+            id,
+            database_id,
+            database_name: db.map(|d| d.text("database_name")).unwrap_or_default(),
+            engine: spec.uri.engine,
+            schema: opt_text(rec.text("schema")),
+            table_name: rec.text("table_name"),
+            sql: opt_text(rec.text("sql")),
+            main_dttm_col: opt_text(rec.text("main_dttm_col")),
+            cache_timeout: rec.get("cache_timeout"),
+            database_cache_timeout: db.and_then(|d| d.get("cache_timeout")),
+            columns: columns
+                .iter()
+                .map(|c| DatasetColumn {
+                    name: c.text("column_name"),
+                    expression: opt_text(c.text("expression")),
+                    type_name: c.text("type"),
+                    is_dttm: c.flag("is_dttm"),
+                    verbose_name: opt_text(c.text("verbose_name")),
+                })
+                .collect(),
+            metrics: metrics
+                .iter()
+                .map(|m| DatasetMetric {
+                    name: m.text("metric_name"),
+                    expression: m.text("expression"),
+                    verbose_name: opt_text(m.text("verbose_name")),
+                })
+                .collect(),
+        },
+        spec,
+    ))
+}
+
+/// One query's result, before the response is shaped.
+pub struct Answer {
+    /// The JSON entry of the query in `result`.
+    pub payload: Json_,
+    /// The rows (none for `columns`, `timegrains` and `query` results).
+    pub frame: Option<Frame>,
+    /// The CSV header of each column (the dataset's verbose names).
+    headers: Vec<String>,
+}
+
+impl Answer {
+    fn without_rows(payload: Json_) -> Answer {
+        Answer {
+            payload,
+            frame: None,
+            headers: Vec::new(),
+        }
+    }
+}
+
+/// What running a query context produced, before it is shaped as JSON or CSV (or drawn by a
+/// viz plugin).
+pub struct Executed {
+    /// One answer per query, in order.
+    pub answers: Vec<Answer>,
+    /// How long the results may be cached (the chart → dataset → database → default chain).
+    pub policy: CachePolicy,
+}
+
+/// Loads the context's dataset, checks the caller may read it and runs every query. `chart` is
+/// the saved chart the context came from, when the caller has it loaded already.
+pub async fn execute(
+    state: &AppState,
+    user: &CurrentUser,
+    mut ctx: QueryContext,
+    raw: &Arc<Json_>,
+    chart: Option<&Record>,
+) -> Result<Executed, Error> {
+    if ctx.queries.is_empty() {
+        return Err(Error::EmptyQuery);
+    }
+    // 1. Load the datasource.
+    let loaded = datasource(state, ctx.datasource_id).await?;
+    let (ds, spec) = (&loaded.0, &loaded.1);
+    let grants = user.grants();
+    if !grants.all
+        && !state
+            .store
+            .matches(&DATASET, ds.id, &catalog::dataset_scope(&grants))
+            .await?
+    {
+        return Err(QueryError::Forbidden(format!("[{}](id:{})", ds.table_name, ds.id)).into());
+    }
+    // 2. Plan.
+    let run = Run::new(state, ds, spec, &ctx, raw, chart).await?;
+    run.ensure_totals(&mut ctx).await?;
+    // 3–5. Run, post-process and shape each query.
+    let mut answers = Vec::with_capacity(ctx.queries.len());
+    for query in &ctx.queries {
+        let kind = query.result_type.unwrap_or(ctx.result_type);
+        answers.push(run.answer(query, kind).await?);
+    }
+    Ok(Executed {
+        answers,
+        policy: run.policy,
+    })
+}
+
+/// The response of a chart-data request in its format.
+fn shape(result_format: ResultFormat, answers: Vec<Answer>) -> Result<Output, Error> {
+    match result_format {
+        ResultFormat::Json | ResultFormat::Xlsx => Ok(Output::Json(json!({
+            "result": answers.into_iter().map(|a| a.payload).collect::<Vec<_>>()
+        }))),
+        ResultFormat::Csv => {
+            let stamp = chrono::Utc::now().format("%Y%m%d_%H%M%S");
+            let csvs: Vec<String> = answers
+                .iter()
+                .map(|a| match &a.frame {
+                    Some(f) => f.csv(&a.headers),
+                    None => String::new(),
+                })
+                .collect();
+            if csvs.len() == 1 {
+                let body = csvs.into_iter().next().unwrap_or_default();
+                return Ok(Output::Csv {
+                    body: body.into_bytes(),
+                    filename: format!("{stamp}.csv"),
+                });
+            }
+            let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+            let options = zip::write::SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Deflated);
+            for (i, csv) in csvs.iter().enumerate() {
+                zip.start_file(format!("query_{}.csv", i + 1), options)
+                    .and_then(|()| {
+                        zip.write_all("\u{feff}".as_bytes())
+                            .and_then(|()| zip.write_all(csv.as_bytes()))
+                            .map_err(Into::into)
+                    })
+                    .map_err(|e| Error::internal(&e))?;
+            }
+            let bytes = zip.finish().map_err(|e| Error::internal(&e))?.into_inner();
+            Ok(Output::Zip {
+                body: bytes,
+                filename: format!("{stamp}.zip"),
+            })
+        }
+    }
+}
+
+fn ms(t: Option<NaiveDateTime>) -> Json_ {
+    t.map_or(
+        Json_::Null,
+        |t| json!(t.and_utc().timestamp_millis() as f64),
+    )
+}
+
+/// What every query of one request shares: the dataset, the limits, "now", the cache policy.
+struct Run<'a> {
+    state: &'a AppState,
+    ds: &'a Datasource,
+    spec: &'a ConnectionSpec,
+    limits: Limits,
+    now: NaiveDateTime,
+    policy: CachePolicy,
+    /// The `cache_timeout` the payload reports (the chain's first set value).
+    cache_timeout: i64,
+    force: bool,
+    result_format: ResultFormat,
+    /// The request's query context as sent, remembered for `GET /chart/data/<cache_key>`
+    /// (shared, not copied, by every query that remembers it).
+    raw: &'a Arc<Json_>,
+}
+
+/// What a query's payload reports besides its frame.
+struct Shaped<'p> {
+    plan: &'p Plan,
+    fetched: &'p Fetched,
+    /// The label map (computing it finishes the frame's column labels).
+    labels: serde_json::Map<String, Json_>,
+    sql_rowcount: usize,
+    query_text: &'p str,
+}
+
+/// A query's rows as they came back from the runner.
+struct Fetched {
+    key: String,
+    outcome: Outcome,
+}
+
+impl<'a> Run<'a> {
+    /// The settings of a request: limits from the configuration, and the cache timeout by
+    /// Superset's chain (the request's custom timeout, the chart's, the dataset's, the
+    /// database's, the default).
+    async fn new(
+        state: &'a AppState,
+        ds: &'a Datasource,
+        spec: &'a ConnectionSpec,
+        ctx: &QueryContext,
+        raw: &'a Arc<Json_>,
+        chart: Option<&Record>,
+    ) -> Result<Run<'a>, Error> {
+        let slice_timeout = match ctx
+            .form_data
+            .as_ref()
+            .and_then(|f| f.get("slice_id"))
+            .and_then(Json_::as_i64)
+        {
+            // The chart the request came from is loaded already.
+            Some(slice) if chart.is_some_and(|c| c.id == slice) => {
+                chart.and_then(|c| c.get::<i64>("cache_timeout"))
+            }
+            Some(slice) => state
+                .store
+                .load(&CHART, &[slice], &[])
+                .await?
+                .pop()
+                .and_then(|c| c.get::<i64>("cache_timeout")),
+            None => None,
+        };
+        let q = &state.config.query;
+        let (policy, cache_timeout) = CachePolicy::from_chain(
+            &[
+                ctx.custom_cache_timeout,
+                slice_timeout,
+                ds.cache_timeout,
+                ds.database_cache_timeout,
+            ],
+            q.cache_default_timeout_secs,
+        );
+        Ok(Run {
+            state,
+            ds,
+            spec,
+            limits: Limits {
+                row_limit: q.row_limit,
+                samples_row_limit: q.samples_row_limit,
+                sql_max_row: q.sql_max_row,
+            },
+            now: chrono::Utc::now().naive_utc(),
+            policy,
+            cache_timeout,
+            force: ctx.force,
+            result_format: ctx.result_format,
+            raw,
+        })
+    }
+
+    /// One query object's answer of `kind`.
+    async fn answer(&self, query: &QueryObject, kind: ResultType) -> Result<Answer, Error> {
+        match kind {
+            ResultType::Columns => {
+                let data: Vec<Json_> = self
+                    .ds
+                    .columns
+                    .iter()
+                    .map(|c| {
+                        json!({"column_name": c.name, "verbose_name": c.verbose_name, "dtype": c.dtype().code()})
+                    })
+                    .collect();
+                return Ok(Answer::without_rows(json!({ "data": data })));
+            }
+            ResultType::Timegrains => {
+                let data: Vec<Json_> = Dialect::of(self.ds.engine)
+                    .time_grains()
+                    .iter()
+                    .map(
+                        |g| json!({"name": g.name, "function": g.template, "duration": g.duration}),
+                    )
+                    .collect();
+                return Ok(Answer::without_rows(json!({ "data": data })));
+            }
+            _ => {}
+        }
+        let plan = self.plan(query, kind)?;
+        if kind == ResultType::Query {
+            return Ok(Answer::without_rows(
+                json!({"language": "sql", "query": plan.sql}),
+            ));
+        }
+        let fetched = self.fetch(&plan).await?;
+        self.state
+            .runner
+            .remember_context(&fetched.key, self.raw.clone())
+            .await;
+        let sql_rowcount = fetched.outcome.rows.rows.len();
+        let mut frame = Frame::new((*fetched.outcome.rows).clone(), &plan.temporal);
+        let mut query_text = format!("{};\n\n", plan.sql);
+        let runs_pp = matches!(
+            kind,
+            ResultType::Full | ResultType::Results | ResultType::PostProcessed
+        );
+        if runs_pp {
+            self.join_offsets(query, kind, &plan, &mut frame, &mut query_text)
+                .await?;
+        }
+        if runs_pp && !query.post_processing.is_empty() {
+            match self.post_process(query, &frame, &fetched.key).await {
+                Ok(f) => frame = f,
+                // Superset's ChartDataCommand only raises on a truthy error: a post-processing
+                // error with an empty message leaves a 200 whose query entry failed.
+                Err(PluginError::Failed { message, kind, .. })
+                    if message.is_empty() && kind != GuestErrorKind::Internal =>
+                {
+                    return Ok(Answer::without_rows(json!({
+                        "cache_key": fetched.key,
+                        "status": "failed",
+                        "error": "",
+                        "query": query_text,
+                        "annotation_data": {},
+                        "applied_template_filters": [],
+                    })));
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let labels = label_map(&mut frame, &plan);
+        let shaped = Shaped {
+            plan: &plan,
+            fetched: &fetched,
+            labels,
+            sql_rowcount,
+            query_text: &query_text,
+        };
+        let payload = self.payload(kind, &frame, shaped);
+        let headers = frame::csv_headers(&frame.colnames, &self.verbose_names());
+        Ok(Answer {
+            payload,
+            frame: Some(frame),
+            headers,
+        })
+    }
+
+    /// A query's SQL.
+    fn plan(&self, query: &QueryObject, kind: ResultType) -> Result<Plan, Error> {
+        Ok(sql::build(self.ds, query, kind, &self.limits, self.now)?)
+    }
+
+    /// Runs a planned query through the results cache and single flight, refused when it
+    /// calls a function the database may not call.
+    async fn fetch(&self, plan: &Plan) -> Result<Fetched, Error> {
+        let max_rows = usize::try_from(plan.row_limit.max(1)).unwrap_or(usize::MAX);
+        let key = runner::cache_key(self.spec, &plan.sql, max_rows);
+        // The key names the database (id, revision) and the SQL: a statement that passed the
+        // check once passes again, so a chart's SQL is not parsed on every request.
+        if !self.state.runner.passed_checks(&key) {
+            self.check_functions(&plan.sql)?;
+            self.state.runner.note_passed_checks(&key).await;
+        }
+        let outcome = self
+            .state
+            .runner
+            .run(
+                self.spec,
+                &key,
+                &plan.sql,
+                max_rows,
+                self.policy,
+                self.force,
+            )
+            .await
+            .map_err(QueryError::from)?;
+        Ok(Fetched { key, outcome })
+    }
+
+    /// Superset's `time_offsets`: each offset's query runs shifted in time and its metrics are
+    /// joined to the frame.
+    async fn join_offsets(
+        &self,
+        query: &QueryObject,
+        kind: ResultType,
+        plan: &Plan,
+        frame: &mut Frame,
+        query_text: &mut String,
+    ) -> Result<(), Error> {
+        let metrics: Vec<String> = plan.metric_sources.iter().map(|(l, _)| l.clone()).collect();
+        let keys = offsets::join_keys(frame, &metrics);
+        for offset in &query.time_offsets {
+            let oq = offsets::offset_query(query, offset);
+            let oplan = self.plan(&oq, kind)?;
+            let out = self.fetch(&oplan).await?;
+            let oframe = Frame::new((*out.outcome.rows).clone(), &oplan.temporal);
+            offsets::join(frame, &oframe, offset, &keys, &metrics)?;
+            query_text.push_str(&format!("{};\n\n", oplan.sql));
+        }
+        Ok(())
+    }
+
+    /// The query's post-processing steps through the plugin pipeline; columns that came back
+    /// all null get their dataset type again.
+    async fn post_process(
+        &self,
+        query: &QueryObject,
+        frame: &Frame,
+        key: &str,
+    ) -> Result<Frame, PluginError> {
+        let mut out =
+            pipeline::run(&self.state.plugins, frame, &query.post_processing, key).await?;
+        out.retype_all_null(|name| {
+            self.ds
+                .columns
+                .iter()
+                .find(|c| c.name == name)
+                .map(DatasetColumn::dtype)
+        });
+        Ok(out)
+    }
+
+    /// The query's entry in `result`.
+    fn payload(&self, kind: ResultType, frame: &Frame, shaped: Shaped<'_>) -> Json_ {
+        let Shaped {
+            plan,
+            fetched,
+            labels,
+            sql_rowcount,
+            query_text,
+        } = shaped;
+        let rowcount = frame.rows.len();
+        let colnames = frame.colnames.clone();
+        let coltypes = frame.coltype_codes();
+        let data = frame.records();
+        if kind == ResultType::Results {
+            return json!({
+                "data": data,
+                "colnames": colnames,
+                "coltypes": coltypes,
+                "rowcount": rowcount,
+                "sql_rowcount": sql_rowcount,
+            });
+        }
+        let outcome = &fetched.outcome;
+        json!({
+            "cache_key": fetched.key,
+            "cached_dttm": outcome.cached_at.map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string()),
+            "cache_timeout": self.cache_timeout,
+            "applied_template_filters": [],
+            "annotation_data": {},
+            "error": null,
+            "is_cached": outcome.cached_at.is_some(),
+            "query": query_text,
+            "status": "success",
+            "stacktrace": null,
+            "rowcount": rowcount,
+            "sql_rowcount": sql_rowcount,
+            "from_dttm": ms(plan.from_dttm),
+            "to_dttm": ms(plan.to_dttm),
+            "label_map": labels,
+            "colnames": colnames,
+            "indexnames": frame.index.clone().unwrap_or_else(|| (0..rowcount).map(Json_::from).collect()),
+            "coltypes": coltypes,
+            "data": data,
+            "result_format": self.result_format.as_str(),
+            "applied_filters": plan.applied_filters.iter().map(|c| json!({"column": c})).collect::<Vec<_>>(),
+            "rejected_filters": plan.rejected_filters.iter().map(|c| json!({"reason": "not_in_datasource", "column": c})).collect::<Vec<_>>(),
+        })
+    }
+
+    /// The dataset's verbose names of columns and metrics (CSV headers use them).
+    fn verbose_names(&self) -> HashMap<String, String> {
+        let mut verbose: HashMap<String, String> = HashMap::new();
+        for c in &self.ds.columns {
+            if let Some(v) = &c.verbose_name {
+                verbose.insert(c.name.clone(), v.clone());
+            }
+        }
+        for m in &self.ds.metrics {
+            if let Some(v) = &m.verbose_name {
+                verbose.insert(m.name.clone(), v.clone());
+            }
+        }
+        verbose
+    }
+
+    /// Superset's `ensure_totals_available`: when a query's post-processing has a
+    /// `contribution` step and the context also holds a totals query (metrics, no columns, no
+    /// post-processing), that query runs without a row limit and the sums of its numeric
+    /// columns become the contribution's `contribution_totals`, so percentages are of all
+    /// records, not of the rows the chart's limit kept.
+    async fn ensure_totals(&self, ctx: &mut QueryContext) -> Result<(), Error> {
+        let needs: Vec<usize> = (0..ctx.queries.len())
+            .filter(|&i| {
+                let q = &ctx.queries[i];
+                !q.is_rowcount && q.post_processing.iter().any(|(op, _)| op == "contribution")
+            })
+            .collect();
+        let totals_query = ctx.queries.iter().find(|q| {
+            q.columns.is_empty()
+                && q.metrics.as_ref().is_some_and(|m| !m.is_empty())
+                && q.post_processing.is_empty()
+                && !q.is_rowcount
+        });
+        let (false, Some(totals_query)) = (needs.is_empty(), totals_query) else {
+            return Ok(());
+        };
+        let mut tq = totals_query.clone();
+        tq.row_limit = None;
+        let answer = self.answer(&tq, ResultType::Full).await?;
+        let Some(frame) = answer.frame else {
+            return Ok(());
+        };
+        let totals = column_sums(&frame);
+        for i in needs {
+            for (op, options) in &mut ctx.queries[i].post_processing {
+                if op != "contribution" {
+                    continue;
+                }
+                if !options.is_object() {
+                    *options = json!({});
+                }
+                if let Some(o) = options.as_object_mut() {
+                    o.insert("contribution_totals".into(), Json_::Object(totals.clone()));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses SQL calling a function the dataset's database may not call
+    /// (`query.databases.<name>.disallowed_functions`, else `LITESET_DISALLOWED_FUNCTIONS`).
+    fn check_functions(&self, sql: &str) -> Result<(), QueryError> {
+        let denied = self
+            .state
+            .config
+            .disallowed_functions_for(&self.ds.database_name);
+        if denied.is_empty() {
+            return Ok(());
+        }
+        let dialect = match self.ds.engine {
+            crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
+            crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
+        };
+        let bad = sqlcheck::disallowed(sqlcheck::functions_called(dialect, sql)?, &denied);
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(QueryError::DisallowedFunctions(bad))
+        }
+    }
+}
+
+/// label_map: the frame's own labels, then the query's columns and metrics, then the verbose
+/// names of saved metrics.
+fn label_map(frame: &mut Frame, plan: &Plan) -> serde_json::Map<String, Json_> {
+    let mut label_map = frame.finish_labels();
+    for (label, source) in &plan.column_sources {
+        label_map.insert(label.clone(), json!([source]));
+    }
+    // Metrics by their verbose name when they have one (below), else by their label, as
+    // Superset's `get_metric_names(metrics, verbose_map)` names them.
+    for (label, source) in &plan.metric_sources {
+        if !plan.metric_verbose.iter().any(|(_, name)| name == source) {
+            label_map.insert(label.clone(), json!([source]));
+        }
+    }
+    for (verbose, name) in &plan.metric_verbose {
+        label_map.insert(verbose.clone(), json!([name]));
+    }
+    label_map
+}
+
+/// The sum of each numeric column (integers stay integers), for `contribution_totals`.
+fn column_sums(frame: &Frame) -> serde_json::Map<String, Json_> {
+    let mut totals = serde_json::Map::new();
+    for (i, name) in frame.colnames.iter().enumerate() {
+        if frame.coltypes.get(i) != Some(&crate::engines::GenericType::Numeric) {
+            continue;
+        }
+        let cells = frame.rows.iter().filter_map(|r| r.get(i));
+        let total = if cells
+            .clone()
+            .all(|c| matches!(c, Cell::Int(_) | Cell::Null))
+        {
+            json!(
+                cells
+                    .map(|c| if let Cell::Int(v) = c { *v } else { 0 })
+                    .fold(0i64, i64::wrapping_add)
+            )
+        } else {
+            let sum: f64 = cells
+                .filter_map(|c| match frame::cell_json(c) {
+                    Json_::Number(n) => n.as_f64(),
+                    _ => None,
+                })
+                .sum();
+            json!(sum)
+        };
+        totals.insert(name.clone(), total);
+    }
+    totals
+}
