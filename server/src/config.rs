@@ -714,9 +714,7 @@ impl Config {
             );
         }
         if let Some(role) = &a.public_role_like
-            && !crate::auth::catalog::builtin_roles(None)
-                .iter()
-                .any(|(name, _)| name == role)
+            && !crate::roles::BUILTIN_ROLE_NAMES.contains(&role.as_str())
         {
             problems.push(format!(
                 "auth.public_role_like: {role:?} is not a built-in role"

@@ -18,6 +18,7 @@ pub mod pgpool;
 pub mod plugins;
 pub mod query;
 pub mod render;
+pub mod roles;
 pub mod seal;
 pub mod services;
 pub mod ssb;

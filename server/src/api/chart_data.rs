@@ -6,14 +6,16 @@
 use std::sync::Arc;
 
 use poem_openapi::param::{Path, Query};
-use poem_openapi::payload::{Binary, Json};
-use poem_openapi::{ApiResponse, OpenApi};
+use poem_openapi::payload::Binary;
+use poem_openapi::types::Any;
+use poem_openapi::{ApiResponse, Object, OpenApi};
 use serde_json::Value as Json_;
 
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody, until_gone};
 use super::resource;
+use super::wire::{Body, JsonOf, Nullable, Obj};
 use crate::services::chart_data::{self, Output, SavedChartOptions};
 use crate::state::AppState;
 
@@ -22,7 +24,7 @@ use crate::state::AppState;
 pub enum ChartData {
     /// `{"result": [...]}`.
     #[oai(status = 200)]
-    Json(Json<Json_>),
+    Json(JsonOf<Obj<ChartDataResponse>>),
     /// One query as CSV.
     #[oai(status = 200, content_type = "text/csv; charset=utf-8")]
     Csv(
@@ -35,6 +37,135 @@ pub enum ChartData {
         Binary<Vec<u8>>,
         #[oai(header = "Content-Disposition")] String,
     ),
+}
+
+/// The dataset a query context reads.
+#[derive(Object)]
+struct DatasourceRef {
+    /// Its id.
+    id: i64,
+    /// `table` (or `query`).
+    #[oai(rename = "type")]
+    ty: String,
+}
+
+/// Superset's `ChartDataFilterSchema`.
+#[derive(Object)]
+struct FilterSchema {
+    /// The column (a name or an adhoc column).
+    col: Any<Json_>,
+    /// The operator (`==`, `IN`, `TEMPORAL_RANGE`, …).
+    op: String,
+    /// The value(s).
+    val: Option<Nullable<Any<Json_>>>,
+    /// A label for the filter's grain.
+    grain: Option<Nullable<String>>,
+    /// Whether it is an extra (native) filter.
+    #[oai(rename = "isExtra")]
+    is_extra: Option<Nullable<bool>>,
+}
+
+/// Superset's `ChartDataQueryObjectSchema` (the keys the query engine reads; others are
+/// accepted and ignored).
+#[derive(Object)]
+struct QueryObjectSchema {
+    /// Columns to group by (names or adhoc columns).
+    columns: Option<Nullable<Vec<Any<Json_>>>>,
+    /// Metrics (names or adhoc metrics).
+    metrics: Option<Nullable<Vec<Any<Json_>>>>,
+    /// Filters.
+    filters: Option<Nullable<Vec<FilterSchema>>>,
+    /// `[metric, ascending]` pairs.
+    orderby: Option<Nullable<Vec<Any<Json_>>>>,
+    /// Row limit.
+    row_limit: Option<Nullable<i64>>,
+    /// Rows skipped.
+    row_offset: Option<Nullable<i64>>,
+    /// A time range (`Last week`, `2024-01-01 : 2024-02-01`).
+    time_range: Option<Nullable<String>>,
+    /// The temporal column (legacy).
+    granularity: Option<Nullable<String>>,
+    /// `where`, `having`, `time_grain_sqla`, `relative_start`, `relative_end`.
+    extras: Option<Nullable<Any<Json_>>>,
+    /// Post-processing operations, run in order.
+    post_processing: Option<Nullable<Vec<Nullable<Any<Json_>>>>>,
+    /// Overrides the context's `result_type` for this query.
+    result_type: Option<Nullable<String>>,
+    /// Time offsets to compare with (`1 year ago`).
+    time_offsets: Option<Nullable<Vec<String>>>,
+    /// Columns a series limit applies to.
+    series_columns: Option<Nullable<Vec<Any<Json_>>>>,
+    /// Series limit.
+    series_limit: Option<Nullable<i64>>,
+    /// The metric the series limit ranks by.
+    series_limit_metric: Option<Nullable<Any<Json_>>>,
+    /// Descending order.
+    order_desc: Option<Nullable<bool>>,
+    /// Count the rows instead of returning them.
+    is_rowcount: Option<Nullable<bool>>,
+    /// Annotation layers.
+    annotation_layers: Option<Nullable<Vec<Any<Json_>>>>,
+    /// Time extras applied by native filters.
+    applied_time_extras: Option<Nullable<Any<Json_>>>,
+    /// URL parameters of the chart's page.
+    url_params: Option<Nullable<Any<Json_>>>,
+}
+
+/// Superset's `ChartDataQueryContextSchema`: the body of `POST /chart/data`.
+#[derive(Object)]
+struct QueryContextSchema {
+    /// The dataset queried.
+    datasource: DatasourceRef,
+    /// The queries, run in order.
+    queries: Vec<QueryObjectSchema>,
+    /// The chart's form data.
+    form_data: Option<Nullable<Any<Json_>>>,
+    /// `full`, `samples`, `query`, `results`, `columns`, `timegrains`, `drill_detail`, `post_processed`.
+    result_type: Option<Nullable<String>>,
+    /// `json` or `csv`.
+    result_format: Option<Nullable<String>>,
+    /// Bypass the results cache.
+    force: Option<Nullable<bool>>,
+    /// Seconds the result may be cached.
+    custom_cache_timeout: Option<Nullable<i64>>,
+}
+
+/// One query's entry in `result` (the fields present depend on the result type).
+#[derive(Object)]
+struct QueryResult {
+    /// The rows (or the columns, or the time grains).
+    data: Option<Any<Json_>>,
+    /// The key the result is cached under.
+    cache_key: Option<Nullable<String>>,
+    /// When it was cached.
+    cached_dttm: Option<Nullable<String>>,
+    /// Seconds it stays cached.
+    cache_timeout: Option<Nullable<i64>>,
+    /// Whether it came from the cache.
+    is_cached: Option<Nullable<bool>>,
+    /// `success` or `failed`.
+    status: Option<Nullable<String>>,
+    /// Why it failed.
+    error: Option<Nullable<String>>,
+    /// The SQL run.
+    query: Option<Nullable<String>>,
+    /// `sql` (result type `query`).
+    language: Option<String>,
+    /// Rows returned.
+    rowcount: Option<Nullable<i64>>,
+    /// Rows the database returned.
+    sql_rowcount: Option<Nullable<i64>>,
+    /// Column names.
+    colnames: Option<Nullable<Vec<String>>>,
+    /// Superset's `GenericDataType` per column.
+    coltypes: Option<Nullable<Vec<i64>>>,
+}
+
+/// `{"result": [...]}`: one entry per query.
+#[derive(Object)]
+pub struct ChartDataResponse {
+    /// The queries' results, in order.
+    result: Vec<QueryResult>,
 }
 
 /// The chart data endpoints.
@@ -50,10 +181,10 @@ impl ChartDataApi {
         &self,
         req: &poem::Request,
         auth: Auth,
-        body: JsonBody<Json_>,
+        body: JsonBody<Body<Obj<QueryContextSchema>>>,
     ) -> Result<ChartData, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
-        let work = chart_data::data(&self.state, &user, body.0);
+        let work = chart_data::data(&self.state, &user, body.0.value);
         respond(until_gone(&self.state, req, work).await)
     }
 
@@ -99,7 +230,7 @@ impl ChartDataApi {
 /// The response of a service's output: JSON, or an attachment.
 fn respond(out: Result<Output, ApiError>) -> Result<ChartData, ApiError> {
     Ok(match out? {
-        Output::Json(v) => ChartData::Json(Json(v)),
+        Output::Json(v) => ChartData::Json(JsonOf::new(v)),
         Output::Csv { body, filename } => {
             ChartData::Csv(Binary(body), format!("attachment; filename={filename}"))
         }

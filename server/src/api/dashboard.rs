@@ -4,9 +4,10 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
+use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
@@ -16,7 +17,8 @@ use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
 use super::wire::{
     Body, Columns, Created, DistinctResponse, FavoriteStatusResponse, IdResult, InfoResponse, List,
-    Message, Nullable, PostBody, PutBody, RelatedResponse, Reply, ResultOf, ResultOk, Saved, Wire,
+    Message, Nullable, Obj, PostBody, PutBody, RelatedResponse, Reply, ResultOf, ResultOk, Saved,
+    Wire,
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
@@ -313,7 +315,7 @@ impl DashboardApi {
         auth: Auth,
         key: &str,
         body: &Json_,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<EmbeddedConfig>>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_set_embedded", SPEC.view_menu).await?;
         let id = self.resolve(key, &user).await?;
@@ -333,8 +335,8 @@ impl DashboardApi {
             .store
             .upsert_embedded(id, &domains.to_string())
             .await?;
-        Ok(Json(
-            json!({"result": embedded_json(&self.state, Some(id), None).await?}),
+        Ok(ResultOf::json(
+            embedded_config(&self.state, Some(id), None).await?,
         ))
     }
 }
@@ -541,7 +543,11 @@ impl DashboardApi {
         method = "get",
         operation_id = "dashboard_datasets"
     )]
-    async fn datasets(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn datasets(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<ResultOf<Vec<Any<Json_>>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self
@@ -575,10 +581,10 @@ impl DashboardApi {
         let mut result = Vec::new();
         for d in ds {
             if let Ok(data) = super::dataset::dataset_data(&self.state, d).await {
-                result.push(data);
+                result.push(Any(data));
             }
         }
-        Ok(Json(json!({"result": result})))
+        Ok(ResultOf::json(result))
     }
 
     /// Create a dashboard.
@@ -665,10 +671,10 @@ impl DashboardApi {
         auth: Auth,
         pk: Path<String>,
         mark_updated: Query<Option<String>>,
-        body: JsonBody<Json_>,
+        body: JsonBody<Body<Obj<ColorsConfig>>>,
     ) -> Result<JsonValue, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        let colors = colors_from_body(&body.0)?;
+        let colors = colors_from_body(&body.0.value)?;
         let touch = mark_updated.0.as_deref().is_none_or(python_truthy);
         let id = pk.0.parse::<i64>().map_err(|_| ApiError::not_found())?;
         // Superset finds the dashboard through its access filter (404), then checks
@@ -695,7 +701,7 @@ impl DashboardApi {
 
     /// The dashboard's tabs, as a tree and as an id → title map.
     #[oai(path = "/:key/tabs", method = "get", operation_id = "dashboard_tabs")]
-    async fn tabs(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn tabs(&self, auth: Auth, key: Path<String>) -> Result<Json<ResultOf<Tabs>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
         let rec = self.state.store.load_one(&DASHBOARD, id, &[]).await?;
@@ -705,7 +711,11 @@ impl DashboardApi {
             .map(|p| serde_json::from_str::<Json_>(&p))
             .transpose()
             .map_err(|e| ApiError::bad_request(format!("Tab schema is invalid, caused by: {e}")))?;
-        Ok(Json(json!({"result": tabs_of(position.as_ref())})))
+        let tabs = tabs_of(position.as_ref());
+        Ok(ResultOf::json(Tabs {
+            all_tabs: tabs.get("all_tabs").cloned().map(Any),
+            tab_tree: tabs.get("tab_tree").cloned().map(Any),
+        }))
     }
 
     /// The dashboard's embedded configuration.
@@ -714,11 +724,15 @@ impl DashboardApi {
         method = "get",
         operation_id = "dashboard_embedded_get"
     )]
-    async fn embedded(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn embedded(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<ResultOf<EmbeddedConfig>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(&key.0, &user).await?;
-        Ok(Json(
-            json!({"result": embedded_json(&self.state, Some(id), None).await?}),
+        Ok(ResultOf::json(
+            embedded_config(&self.state, Some(id), None).await?,
         ))
     }
 
@@ -732,9 +746,9 @@ impl DashboardApi {
         &self,
         auth: Auth,
         key: Path<String>,
-        body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
-        self.set_embedded(auth, &key.0, &body.0).await
+        body: JsonBody<Body<Obj<EmbeddedBody>>>,
+    ) -> Result<Json<ResultOf<EmbeddedConfig>>, ApiError> {
+        self.set_embedded(auth, &key.0, &body.0.value).await
     }
 
     /// Enable or update embedding.
@@ -747,9 +761,9 @@ impl DashboardApi {
         &self,
         auth: Auth,
         key: Path<String>,
-        body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
-        self.set_embedded(auth, &key.0, &body.0).await
+        body: JsonBody<Body<Obj<EmbeddedBody>>>,
+    ) -> Result<Json<ResultOf<EmbeddedConfig>>, ApiError> {
+        self.set_embedded(auth, &key.0, &body.0.value).await
     }
 
     /// Disable embedding.
@@ -965,34 +979,89 @@ impl EmbeddedApi {
         method = "get",
         operation_id = "embedded_dashboard_get"
     )]
-    async fn get(&self, auth: Auth, uuid: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn get(
+        &self,
+        auth: Auth,
+        uuid: Path<String>,
+    ) -> Result<Json<ResultOf<EmbeddedConfig>>, ApiError> {
         self.state
             .auth
             .authorize(&auth.principal, "can_read", "Dashboard")
             .await?;
-        let result = embedded_json(&self.state, None, Some(&uuid.0)).await?;
-        Ok(Json(json!({ "result": result })))
+        Ok(ResultOf::json(
+            embedded_config(&self.state, None, Some(&uuid.0)).await?,
+        ))
     }
 }
 
+/// Superset's `EmbeddedDashboardResponseSchema`.
+#[derive(Object)]
+pub struct EmbeddedConfig {
+    /// The embedded configuration's own uuid (what the embedding SDK is given).
+    uuid: String,
+    /// Domains allowed to embed it (all when empty).
+    allowed_domains: Vec<String>,
+    /// The dashboard's id, as a string.
+    dashboard_id: String,
+    /// When it last changed.
+    changed_on: String,
+    /// Who changed it (not recorded).
+    changed_by: Nullable<Any<Json_>>,
+}
+
+/// Superset's `EmbeddedDashboardConfigSchema`.
+#[derive(Object)]
+struct EmbeddedBody {
+    /// Domains allowed to embed the dashboard (all when empty).
+    allowed_domains: Option<Vec<String>>,
+}
+
+/// Superset's `DashboardColorsConfigUpdateSchema`.
+#[derive(Object)]
+struct ColorsConfig {
+    /// The color namespace.
+    color_namespace: Option<Nullable<String>>,
+    /// The color scheme.
+    color_scheme: Option<Nullable<String>>,
+    /// Label → color.
+    label_colors: Option<Nullable<Any<Json_>>>,
+    /// Labels colored alike across charts.
+    shared_label_colors: Option<Nullable<Vec<String>>>,
+    /// Label → color, as the dashboard mapped them.
+    map_label_colors: Option<Nullable<Any<Json_>>>,
+    /// The scheme's domain.
+    color_scheme_domain: Option<Nullable<Vec<String>>>,
+}
+
+/// Superset's `TabsPayloadSchema` (empty for a dashboard without a layout).
+#[derive(Object)]
+pub struct Tabs {
+    /// Tab id → title.
+    #[oai(skip_serializing_if_is_none)]
+    all_tabs: Option<Any<Json_>>,
+    /// The tabs as a tree.
+    #[oai(skip_serializing_if_is_none)]
+    tab_tree: Option<Any<Json_>>,
+}
+
 /// An embedded configuration, found by dashboard id or by its own uuid; 404 when absent.
-async fn embedded_json(
+async fn embedded_config(
     state: &AppState,
     dashboard_id: Option<i64>,
     uuid: Option<&str>,
-) -> Result<Json_, ApiError> {
+) -> Result<EmbeddedConfig, ApiError> {
     let (uuid, did, domains, changed) = state
         .store
         .embedded(dashboard_id, uuid)
         .await?
         .ok_or_else(ApiError::not_found)?;
-    Ok(json!({
-        "uuid": uuid,
-        "allowed_domains": serde_json::from_str::<Json_>(&domains).unwrap_or_else(|_| json!([])),
-        "dashboard_id": did.to_string(),
-        "changed_on": resource::iso(changed),
-        "changed_by": Json_::Null,
-    }))
+    Ok(EmbeddedConfig {
+        uuid,
+        allowed_domains: serde_json::from_str(&domains).unwrap_or_default(),
+        dashboard_id: did.to_string(),
+        changed_on: resource::iso(changed),
+        changed_by: Nullable(None),
+    })
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
 use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
@@ -17,8 +18,8 @@ use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
 use super::wire::{
-    Body, Created, DistinctResponse, InfoResponse, List, Message, Nullable, PostBody, PutBody,
-    RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
+    Body, Columns, Created, DistinctResponse, IdResult, InfoResponse, List, Message, Nullable, Obj,
+    PostBody, PutBody, RelatedObjects, RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
@@ -26,7 +27,7 @@ use crate::connections;
 use crate::engines::{ConnectionSpec, EngineError};
 use crate::state::AppState;
 use crate::store::Value;
-use crate::store::catalog::{self, CHART, DASHBOARD, DATABASE, DATASET};
+use crate::store::catalog::{self, DATABASE, DATASET};
 use crate::store::model::{Op, Pred, Record};
 use crate::uri::{ConnectionUri, PASSWORD_MASK};
 
@@ -623,23 +624,19 @@ impl DatabaseApi {
         method = "get",
         operation_id = "database_connection"
     )]
-    async fn connection(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn connection(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+    ) -> Result<Reply<IdResult<Connection>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
-        let mut cols: Vec<&str> = SPEC.show_columns.to_vec();
-        cols.extend([
-            "sqlalchemy_uri",
-            "extra",
-            "server_cert",
-            "changed_on",
-            "created_on",
-        ]);
-        let mut result = resource::render(&DATABASE, &rec, &cols, &computed);
+        let mut result = resource::render(&DATABASE, &rec, Connection::COLUMNS, &computed);
         result["parameters"] = json!({});
         result["parameters_schema"] = json!({});
         result["masked_encrypted_extra"] = Json_::Null;
-        Ok(Json(json!({"id": id, "result": result})))
+        Ok(Reply::new(json!({"id": id, "result": result})))
     }
 
     /// Create a database connection (tested first).
@@ -726,10 +723,11 @@ impl DatabaseApi {
     async fn test_connection(
         &self,
         auth: Auth,
-        body: JsonBody<Json_>,
+        body: JsonBody<Body<Obj<TestConnectionBody>>>,
     ) -> Result<Json<Message>, ApiError> {
         resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        let Some(raw) = body.0.get("sqlalchemy_uri").and_then(Json_::as_str) else {
+        let body = &body.0.value;
+        let Some(raw) = body.get("sqlalchemy_uri").and_then(Json_::as_str) else {
             return Err(ApiError::fields(
                 StatusCode::BAD_REQUEST,
                 json!({"sqlalchemy_uri": ["Missing data for required field."]}),
@@ -740,7 +738,6 @@ impl DatabaseApi {
         if uri.password.as_deref() == Some(PASSWORD_MASK) {
             // Testing an existing connection from its edit form: use the stored password.
             let name = body
-                .0
                 .get("database_name")
                 .and_then(Json_::as_str)
                 .unwrap_or("");
@@ -794,9 +791,9 @@ impl DatabaseApi {
         method = "get",
         operation_id = "database_available"
     )]
-    async fn available(&self, auth: Auth) -> Result<JsonValue, ApiError> {
+    async fn available(&self, auth: Auth) -> Result<Reply<Obj<AvailableDatabases>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        Ok(Json(json!({ "databases": available_engines() })))
+        Ok(Reply::new(json!({ "databases": available_engines() })))
     }
 
     /// Functions the editor autocompletes: `{"function_names": [...]}`.
@@ -1019,7 +1016,11 @@ impl DatabaseApi {
         method = "get",
         operation_id = "database_related_objects"
     )]
-    async fn related_objects(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn related_objects(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+    ) -> Result<Json<RelatedObjects>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let datasets = Pred::field(&DATASET, "database", Op::RelOneToMany, Value::Int(id))?;
@@ -1028,7 +1029,9 @@ impl DatabaseApi {
             .store
             .list_ids(&DATASET, &datasets, None, None)
             .await?;
-        Ok(Json(related_objects(&self.state, &ds_ids, true).await?))
+        Ok(Json(
+            resource::related_objects(&self.state, &ds_ids, true).await?,
+        ))
     }
 }
 
@@ -1043,43 +1046,6 @@ fn metadata_error(engine: crate::uri::Engine, table: &str, e: &EngineError) -> A
         ),
         e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, engine, e),
     }
-}
-
-/// Charts and dashboards using any of the datasets (shared by database and dataset).
-pub async fn related_objects(
-    state: &AppState,
-    dataset_ids: &[i64],
-    tab_states: bool,
-) -> Result<Json_, ApiError> {
-    let charts_pred = catalog::charts_on_datasets(dataset_ids);
-    let (_, chart_ids) = state
-        .store
-        .list_ids(&CHART, &charts_pred, None, None)
-        .await?;
-    let charts = state
-        .store
-        .load(&CHART, &chart_ids, &["dashboards"])
-        .await?;
-    let mut dash_ids: Vec<i64> = charts
-        .iter()
-        .flat_map(|c| c.related("dashboards").iter().map(|d| d.id))
-        .collect();
-    dash_ids.sort_unstable();
-    dash_ids.dedup();
-    let dashboards = state.store.load(&DASHBOARD, &dash_ids, &[]).await?;
-    let mut out = json!({
-        "charts": {"count": charts.len(), "result": charts.iter().map(|c| json!({
-            "id": c.id, "slice_name": c.text("slice_name"), "viz_type": c.text("viz_type"),
-        })).collect::<Vec<_>>()},
-        "dashboards": {"count": dashboards.len(), "result": dashboards.iter().map(|d| json!({
-            "id": d.id, "json_metadata": d.get::<String>("json_metadata"), "slug": d.get::<String>("slug"),
-            "title": d.text("dashboard_title"),
-        })).collect::<Vec<_>>()},
-    });
-    if tab_states {
-        out["sqllab_tab_states"] = json!({"count": 0, "result": []});
-    }
-    Ok(out)
 }
 
 /// Superset's `/database/available/` entries for PostgreSQL (`PostgresEngineSpec`: psycopg2,
@@ -1137,6 +1103,93 @@ fn available_engines() -> Json_ {
             "supports_oauth2": false,
         },
     ])
+}
+
+/// What `GET /database/<pk>/connection` answers: the show columns and the connection's own.
+pub struct Connection;
+
+impl Columns for Connection {
+    type Of = Database;
+    const NAME: &'static str = "DatabaseConnection";
+    const COLUMNS: &'static [&'static str] = &[
+        "id",
+        "uuid",
+        "database_name",
+        "cache_timeout",
+        "expose_in_sqllab",
+        "allow_run_async",
+        "allow_file_upload",
+        "configuration_method",
+        "allow_ctas",
+        "allow_cvas",
+        "allow_dml",
+        "backend",
+        "driver",
+        "force_ctas_schema",
+        "impersonate_user",
+        "is_managed_externally",
+        "engine_information",
+        "sqlalchemy_uri",
+        "extra",
+        "server_cert",
+        "changed_on",
+        "created_on",
+    ];
+}
+
+/// Superset's `DatabaseTestConnectionSchema`, as documented (the handler reads
+/// `sqlalchemy_uri` and ignores the rest, as Superset's command does for a stored database).
+#[derive(Object)]
+struct TestConnectionBody {
+    /// The connection URI to try.
+    sqlalchemy_uri: String,
+    /// The name it would be saved under.
+    database_name: Option<Nullable<String>>,
+    /// Engine parameters, as JSON text.
+    extra: Option<Nullable<String>>,
+    /// Whether SQL Lab would impersonate the user.
+    impersonate_user: Option<Nullable<bool>>,
+    /// A server certificate, PEM.
+    server_cert: Option<Nullable<String>>,
+}
+
+/// Engine facts of an `available` entry.
+#[derive(Object)]
+struct EngineInformation {
+    supports_file_upload: bool,
+    disable_ssh_tunneling: bool,
+    supports_dynamic_catalog: bool,
+    supports_oauth2: bool,
+}
+
+/// One engine of `GET /database/available/`.
+#[derive(Object)]
+struct AvailableEngine {
+    /// Its display name.
+    name: String,
+    /// The SQLAlchemy backend name.
+    engine: String,
+    /// Drivers installed for it.
+    available_drivers: Vec<String>,
+    /// A URI to start from.
+    sqlalchemy_uri_placeholder: String,
+    /// Listed first in the connection dialog.
+    preferred: bool,
+    /// What the engine supports.
+    engine_information: EngineInformation,
+    /// Whether it authenticates with OAuth2.
+    supports_oauth2: bool,
+    /// The driver used by default (engines with a parameters form).
+    default_driver: Option<String>,
+    /// The JSON schema of its parameters form (engines with one).
+    parameters: Option<Any<Json_>>,
+}
+
+/// `GET /database/available/`.
+#[derive(Object)]
+struct AvailableDatabases {
+    /// The engines, preferred ones first.
+    databases: Vec<AvailableEngine>,
 }
 
 /// A primary key (`type: "pk"`), in a table's metadata and its columns' `keys`.

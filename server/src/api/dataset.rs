@@ -6,6 +6,7 @@ use std::sync::Arc;
 use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
@@ -14,12 +15,10 @@ use super::assets::{self, ImportForm, ZipFile};
 use super::database::engine_error;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{
-    self, BodyField, BodyType, JsonValue, Spec, body, common_computed, value_json,
-};
+use super::resource::{self, BodyField, BodyType, Spec, body, common_computed, value_json};
 use super::wire::{
-    Body, Created, DistinctResponse, InfoResponse, List, Message, Obj, PostBody, PutBody,
-    RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
+    Body, Created, DistinctResponse, InfoResponse, List, Message, Nullable, Obj, PostBody, PutBody,
+    RelatedObjects, RelatedResponse, Reply, ResultOf, Saved, Wire,
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
@@ -198,6 +197,101 @@ fn type_generic(ty: &str) -> i64 {
     crate::engines::generic_type(ty).map_or(1, |g| i64::from(g.code()))
 }
 
+/// A person as a dataset's show names them.
+#[derive(Object)]
+struct PersonRef {
+    id: i64,
+    first_name: String,
+    last_name: String,
+}
+
+/// A column of a dataset's show (Superset's `DatasetColumnsPutSchema` fields).
+#[derive(Object)]
+struct DatasetColumnWire {
+    id: i64,
+    uuid: String,
+    column_name: String,
+    verbose_name: Nullable<String>,
+    description: Nullable<String>,
+    /// SQL, for a calculated column.
+    expression: Nullable<String>,
+    filterable: bool,
+    groupby: bool,
+    is_active: bool,
+    is_dttm: bool,
+    python_date_format: Nullable<String>,
+    #[oai(rename = "type")]
+    ty: Nullable<String>,
+    /// Superset's `GenericDataType`.
+    type_generic: i64,
+    advanced_data_type: Nullable<String>,
+    extra: Nullable<String>,
+    changed_on: Nullable<String>,
+    created_on: Nullable<String>,
+}
+
+/// A metric of a dataset's show.
+#[derive(Object)]
+struct DatasetMetricWire {
+    id: i64,
+    uuid: String,
+    metric_name: String,
+    verbose_name: Nullable<String>,
+    metric_type: Nullable<String>,
+    /// Its SQL.
+    expression: String,
+    description: Nullable<String>,
+    d3format: Nullable<String>,
+    currency: Nullable<Any<Json_>>,
+    extra: Nullable<String>,
+    warning_text: Nullable<String>,
+    changed_on: Nullable<String>,
+    created_on: Nullable<String>,
+}
+
+/// The database of a dataset's show.
+#[derive(Object)]
+struct DatasetDatabaseWire {
+    id: i64,
+    database_name: String,
+    uuid: String,
+    backend: String,
+}
+
+/// `GET /dataset/<pk>`'s record: every stored field (as the model names it) plus these.
+#[derive(Object)]
+struct DatasetShowItemWire {
+    id: i64,
+    table_name: String,
+    schema: Nullable<String>,
+    sql: Nullable<String>,
+    description: Nullable<String>,
+    main_dttm_col: Nullable<String>,
+    /// `physical` or `virtual`.
+    kind: String,
+    datasource_type: String,
+    url: String,
+    uid: String,
+    name: String,
+    database: Nullable<DatasetDatabaseWire>,
+    owners: Vec<PersonRef>,
+    created_by: Nullable<PersonRef>,
+    changed_by: Nullable<PersonRef>,
+    select_star: Nullable<String>,
+    columns: Vec<DatasetColumnWire>,
+    metrics: Vec<DatasetMetricWire>,
+    /// Column and metric name → label.
+    verbose_map: Any<Json_>,
+}
+
+/// `GET /dataset/<pk>`.
+#[derive(Object)]
+struct DatasetShowResponse {
+    id: i64,
+    result: DatasetShowItemWire,
+    show_title: String,
+}
+
 fn column_json(c: &Record) -> Json_ {
     json!({
         "id": c.id,
@@ -269,6 +363,41 @@ fn database_json(db: Option<&Record>) -> Json_ {
 
 fn users_json(users: &[Record]) -> Json_ {
     json!(users.iter().map(|u| json!({"id": u.id, "first_name": u.text("first_name"), "last_name": u.text("last_name")})).collect::<Vec<_>>())
+}
+
+/// A person's name in `drill_info`.
+#[derive(Object)]
+struct PersonName {
+    first_name: String,
+    last_name: String,
+}
+
+/// A groupable column in `drill_info`.
+#[derive(Object)]
+struct DrillColumn {
+    column_name: String,
+    verbose_name: Nullable<String>,
+}
+
+/// Superset's `DatasetDrillInfoSchema`.
+#[derive(Object)]
+struct DrillInfo {
+    /// The dataset's id.
+    id: i64,
+    /// Its table name.
+    table_name: String,
+    /// The columns a chart may be drilled by.
+    columns: Vec<DrillColumn>,
+    /// Its owners.
+    owners: Vec<PersonName>,
+    /// Who created it.
+    created_by: Nullable<PersonName>,
+    /// When, humanized.
+    created_on_humanized: Nullable<String>,
+    /// Who changed it last.
+    changed_by: Nullable<PersonName>,
+    /// When, humanized.
+    changed_on_humanized: Nullable<String>,
 }
 
 /// Superset's `DatasetDrillInfoSchema`: the groupable columns (name and verbose name), the
@@ -676,7 +805,7 @@ impl DatasetApi {
         }
         let db = self.state.store.load_one(&DATABASE, database, &[]).await?;
         let spec = connections::connection_spec(&self.state, database).await?;
-        let dialect = super::sqllab::dialect(spec.uri.engine);
+        let dialect = crate::query::sql::sql_dialect(spec.uri.engine);
         match super::sqllab::access_refusal(&self.state, user, &db, Some((dialect, sql))).await? {
             None => Ok(()),
             Some(refusal) => Err(ApiError::fields(
@@ -924,7 +1053,11 @@ impl DatasetApi {
 
     /// One dataset with its columns, metrics and database.
     #[oai(path = "/:pk", method = "get", operation_id = "dataset_get")]
-    async fn get(&self, auth: Auth, pk: Path<i64>) -> Result<Reply<Show<Dataset>>, ApiError> {
+    async fn get(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+    ) -> Result<Reply<Obj<DatasetShowResponse>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         let result = show_json(&self.state, id).await?;
@@ -1145,11 +1278,15 @@ impl DatasetApi {
         method = "get",
         operation_id = "dataset_related_objects"
     )]
-    async fn related_objects(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn related_objects(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+    ) -> Result<Json<RelatedObjects>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         Ok(Json(
-            super::database::related_objects(&self.state, &[id], false).await?,
+            resource::related_objects(&self.state, &[id], false).await?,
         ))
     }
 
@@ -1167,7 +1304,7 @@ impl DatasetApi {
         auth: Auth,
         pk: Path<i64>,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Reply<Obj<ResultOf<DrillInfo>>>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_get_drill_info", SPEC.view_menu).await?;
         let dashboard = super::listquery::parse_drill_info_query(q.0.as_deref())
@@ -1189,7 +1326,7 @@ impl DatasetApi {
             }
             return Err(resource::forbidden());
         }
-        Ok(Json(
+        Ok(Reply::new(
             json!({"result": drill_info_json(&self.state, id).await?}),
         ))
     }

@@ -592,6 +592,108 @@ impl From<crate::assets::AssetsError> for ApiError {
     }
 }
 
+impl From<crate::plugins::PluginError> for ApiError {
+    fn from(e: crate::plugins::PluginError) -> Self {
+        use crate::plugins::{GuestErrorKind, PluginError as P};
+        let text = e.to_string();
+        let typed = |status: StatusCode, error_type: &str, reason: &str, plugin: &str| {
+            ApiError::sip40(
+                status,
+                error_type,
+                text.clone(),
+                json!({"plugin": plugin, "reason": reason}),
+            )
+        };
+        match e {
+            P::NotFound(_) => ApiError::message(StatusCode::NOT_FOUND, text),
+            P::Rejected(_) => {
+                tracing::info!(message = "Plugin refused.", reason = %text);
+                ApiError::bad_request(text)
+            }
+            P::Failed {
+                plugin,
+                kind,
+                message,
+            } => {
+                if kind == GuestErrorKind::Internal {
+                    tracing::error!(message = "Plugin reported an internal error.", plugin = %plugin, reason = %message);
+                    typed(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "GENERIC_BACKEND_ERROR",
+                        "plugin_error",
+                        &plugin,
+                    )
+                } else {
+                    tracing::info!(message = "Plugin refused the request.", plugin = %plugin, reason = %message);
+                    // Superset's ChartDataQueryFailedError: `Error: <message>`.
+                    ApiError::bad_request(format!("Error: {message}"))
+                }
+            }
+            P::Timeout { plugin, .. } => typed(
+                StatusCode::REQUEST_TIMEOUT,
+                "BACKEND_TIMEOUT_ERROR",
+                "timeout",
+                &plugin,
+            ),
+            P::OutOfMemory { plugin, .. } => typed(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "GENERIC_BACKEND_ERROR",
+                "out_of_memory",
+                &plugin,
+            ),
+            P::Crashed { plugin, .. } => typed(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "GENERIC_BACKEND_ERROR",
+                "crashed",
+                &plugin,
+            ),
+            P::BadOutput { plugin, .. } => {
+                tracing::error!(message = "Plugin returned an invalid table.", reason = %text);
+                typed(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "GENERIC_BACKEND_ERROR",
+                    "bad_output",
+                    &plugin,
+                )
+            }
+            P::Busy => {
+                tracing::warn!(message = "Plugin slots exhausted.");
+                let mut err = ApiError::sip40(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "GENERIC_BACKEND_ERROR",
+                    text,
+                    json!({"reason": "busy"}),
+                );
+                err.retry_after = Some(1);
+                err
+            }
+            P::Store(s) => s.into(),
+            P::Internal(m) => ApiError::internal(&m),
+        }
+    }
+}
+
+impl From<crate::render::RenderError> for ApiError {
+    fn from(e: crate::render::RenderError) -> Self {
+        let text = e.to_string();
+        match e {
+            crate::render::RenderError::BadSize(_)
+            | crate::render::RenderError::NoPlugin(_)
+            | crate::render::RenderError::NoSvg(_) => ApiError::bad_request(text),
+            crate::render::RenderError::BadSvg { plugin, .. } => {
+                tracing::error!(message = "Viz plugin returned an invalid SVG.", reason = %text);
+                ApiError::sip40(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "GENERIC_BACKEND_ERROR",
+                    text,
+                    json!({"plugin": plugin, "reason": "bad_output"}),
+                )
+            }
+            crate::render::RenderError::Raster(r) => ApiError::internal(&r),
+        }
+    }
+}
+
 impl From<crate::services::Error> for ApiError {
     fn from(e: crate::services::Error) -> Self {
         use crate::services::Error as E;

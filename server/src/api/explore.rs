@@ -4,16 +4,20 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
+use poem_openapi::{Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, JsonValue, Saved};
+use super::resource;
 use super::temporary_cache::{self as tc, FORM_DATA, FORM_DATA_TTL};
+use super::wire::{
+    Body, Created, KeyResponse, Message, Nullable, Obj, PermalinkResponse, ResultOf,
+};
 use crate::auth::CurrentUser;
 use crate::state::AppState;
 use crate::store::catalog::{self, CHART, DATASET};
@@ -95,6 +99,71 @@ fn command_error(d: Denied) -> ApiError {
             "You don't have access to this chart.",
         ),
     }
+}
+
+/// Superset's `FormDataPostSchema` / `FormDataPutSchema`, as documented (the body is checked
+/// by [`form_data_body`] with Superset's messages).
+#[derive(Object)]
+struct FormDataSchema {
+    /// The dataset (or query) the form data is about.
+    datasource_id: i64,
+    /// One of `table`, `dataset`, `query`, `saved_query`, `view`.
+    datasource_type: String,
+    /// The chart being edited, if any.
+    chart_id: Option<Nullable<i64>>,
+    /// The form data, as JSON text.
+    form_data: String,
+}
+
+/// `GET /explore/form_data/<key>`.
+#[derive(Object)]
+struct FormDataValue {
+    /// The stored form data, as JSON text.
+    form_data: String,
+}
+
+/// Superset's `ExplorePermalinkStateSchema`.
+#[derive(Object)]
+struct ExplorePermalinkState {
+    /// The chart's form data.
+    #[oai(rename = "formData")]
+    form_data: Any<Json_>,
+    /// Extra URL parameters, `[key, value]` pairs.
+    #[oai(rename = "urlParams")]
+    url_params: Option<Nullable<Vec<Vec<Nullable<String>>>>>,
+}
+
+/// What an explore permalink holds.
+#[derive(Object)]
+struct ExplorePermalinkValue {
+    /// The chart, when the state was a saved chart's.
+    #[oai(rename = "chartId")]
+    chart_id: Nullable<i64>,
+    /// The dataset's id.
+    #[oai(rename = "datasourceId")]
+    datasource_id: i64,
+    /// The dataset's type.
+    #[oai(rename = "datasourceType")]
+    datasource_type: String,
+    /// `<id>__<type>`.
+    datasource: String,
+    /// The state shared (`formData`, `urlParams`).
+    state: Any<Json_>,
+}
+
+/// `GET /explore/`'s result: the page's initial state.
+#[derive(Object)]
+struct ExploreState {
+    /// The dataset, as the explore page reads it.
+    dataset: Any<Json_>,
+    /// The form data to start from.
+    form_data: Any<Json_>,
+    /// The saved chart, if any.
+    slice: Nullable<Any<Json_>>,
+    /// Why the form data is not the one asked for, if it is not.
+    message: Nullable<String>,
+    /// Who made the chart and when.
+    metadata: Nullable<Any<Json_>>,
 }
 
 /// A form data body (`FormDataPostSchema`/`FormDataPutSchema`).
@@ -240,7 +309,7 @@ impl ExploreApi {
         slice_id: Query<Option<String>>,
         datasource_id: Query<Option<String>>,
         datasource_type: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<ExploreState>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "Explore").await?;
         let int_arg = |v: &Option<String>| v.as_deref().and_then(|s| s.trim().parse::<i64>().ok());
         let slice_id = int_arg(&slice_id.0).filter(|s| *s != 0);
@@ -294,19 +363,21 @@ impl ExploreApi {
             }
         }
 
-        let mut message = Json_::Null;
+        let mut message: Option<String> = None;
         let had_key = form_data_key.0.as_deref().is_some_and(|k| !k.is_empty());
         if initial.is_empty() {
             if let Some(s) = slice_id {
                 initial.insert("slice_id".into(), json!(s));
                 if had_key {
-                    message = json!("Form data not found in cache, reverting to chart metadata.");
+                    message =
+                        Some("Form data not found in cache, reverting to chart metadata.".into());
                 }
             } else if let Some(d) = ds_id {
                 let t = ds_type.clone().unwrap_or_else(|| "None".into());
                 initial.insert("datasource".into(), json!(format!("{d}__{t}")));
                 if had_key {
-                    message = json!("Form data not found in cache, reverting to dataset metadata.");
+                    message =
+                        Some("Form data not found in cache, reverting to dataset metadata.".into());
                 }
             }
         }
@@ -412,13 +483,13 @@ impl ExploreApi {
                 "database": {"id": 0, "backend": "", "parameters": {}},
             }),
         };
-        Ok(Json(json!({"result": {
-            "dataset": dataset,
-            "form_data": form_data,
-            "slice": chart.as_ref().map(slice_data),
-            "message": message,
-            "metadata": chart.as_ref().map(slice_metadata),
-        }})))
+        Ok(ResultOf::json(ExploreState {
+            dataset: Any(dataset),
+            form_data: Any(Json_::Object(form_data)),
+            slice: chart.as_ref().map(|c| Any(slice_data(c))).into(),
+            message: message.into(),
+            metadata: chart.as_ref().map(|c| Any(slice_metadata(c))).into(),
+        }))
     }
 
     /// Store form data; `{"key"}` names it in the explore URL.
@@ -431,11 +502,11 @@ impl ExploreApi {
         &self,
         auth: Auth,
         tab_id: Query<Option<String>>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<Obj<FormDataSchema>>>,
+    ) -> Result<Created<Obj<KeyResponse>>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_write", "ExploreFormDataRestApi").await?;
-        let b = form_data_body(&body.0)?;
+        let b = form_data_body(&body.0.value)?;
         check_access(
             &self.state,
             &user,
@@ -467,7 +538,7 @@ impl ExploreApi {
             )
             .await?;
         }
-        Ok(Saved::Created(Json(json!({ "key": key }))))
+        Ok(Created::of(KeyResponse { key }))
     }
 
     /// Stored form data: `{"form_data": "<json text>"}`.
@@ -476,7 +547,11 @@ impl ExploreApi {
         method = "get",
         operation_id = "explore_form_data_get"
     )]
-    async fn form_data_get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn form_data_get(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<FormDataValue>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_read", "ExploreFormDataRestApi").await?;
         let entry = tc::get_refreshed(&self.state, FORM_DATA, &key.0, FORM_DATA_TTL)
@@ -492,7 +567,9 @@ impl ExploreApi {
         )
         .await
         .map_err(cache_error)?;
-        Ok(Json(json!({ "form_data": st.form_data })))
+        Ok(Json(FormDataValue {
+            form_data: st.form_data,
+        }))
     }
 
     /// Replace stored form data (its owner only); the answer's key may be a new one.
@@ -506,11 +583,11 @@ impl ExploreApi {
         auth: Auth,
         key: Path<String>,
         tab_id: Query<Option<String>>,
-        body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
+        body: JsonBody<Body<Obj<FormDataSchema>>>,
+    ) -> Result<Json<KeyResponse>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_write", "ExploreFormDataRestApi").await?;
-        let b = form_data_body(&body.0)?;
+        let b = form_data_body(&body.0.value)?;
         check_access(
             &self.state,
             &user,
@@ -522,10 +599,10 @@ impl ExploreApi {
         .map_err(cache_error)?;
         let Some(entry) = self.state.store.kv_get(FORM_DATA, &key.0).await? else {
             // Superset answers an unknown key with the key itself, storing nothing.
-            return Ok(Json(json!({ "key": key.0 })));
+            return Ok(Json(KeyResponse { key: key.0 }));
         };
         if b.form_data.is_empty() {
-            return Ok(Json(json!({ "key": key.0 })));
+            return Ok(Json(KeyResponse { key: key.0 }));
         }
         tc::ensure_owner(&auth, &entry)?;
         let resource = resource_of(&b);
@@ -548,7 +625,7 @@ impl ExploreApi {
             Some(FORM_DATA_TTL),
         )
         .await?;
-        Ok(Json(json!({ "key": new_key })))
+        Ok(Json(KeyResponse { key: new_key }))
     }
 
     /// Delete stored form data (its owner only).
@@ -562,7 +639,7 @@ impl ExploreApi {
         auth: Auth,
         key: Path<String>,
         tab_id: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_write", "ExploreFormDataRestApi").await?;
         let entry = self
@@ -593,7 +670,9 @@ impl ExploreApi {
         if !self.state.store.kv_delete(FORM_DATA, &key.0).await? {
             return Err(ApiError::not_found());
         }
-        Ok(Json(json!({"message": "Deleted successfully"})))
+        Ok(Json(Message {
+            message: "Deleted successfully".into(),
+        }))
     }
 
     /// A permanent link to an explore state: `{"key", "url"}`.
@@ -606,11 +685,11 @@ impl ExploreApi {
         &self,
         auth: Auth,
         req: &poem::Request,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<Obj<ExplorePermalinkState>>>,
+    ) -> Result<Created<Obj<PermalinkResponse>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", "ExplorePermalinkRestApi")
             .await?;
-        let state = &body.0;
+        let state = &body.0.value;
         let form_data = match state.get("formData") {
             Some(Json_::Object(m)) => m,
             None => {
@@ -665,7 +744,7 @@ impl ExploreApi {
         )
         .await?;
         let url = tc::external_url(req, &format!("/superset/explore/p/{key}/"));
-        Ok(Saved::Created(Json(json!({"key": key, "url": url}))))
+        Ok(Created::of(PermalinkResponse { key, url }))
     }
 
     /// The state behind an explore permalink.
@@ -674,7 +753,11 @@ impl ExploreApi {
         method = "get",
         operation_id = "explore_permalink_get"
     )]
-    async fn permalink_get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn permalink_get(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<ExplorePermalinkValue>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_read", "ExplorePermalinkRestApi").await?;
         let value: Json_ = self
@@ -689,7 +772,13 @@ impl ExploreApi {
         check_access(&self.state, &user, id, ty, value["chartId"].as_i64())
             .await
             .map_err(command_error)?;
-        Ok(Json(value))
+        Ok(Json(ExplorePermalinkValue {
+            chart_id: value["chartId"].as_i64().into(),
+            datasource_id: id,
+            datasource_type: ty.to_owned(),
+            datasource: value["datasource"].as_str().unwrap_or_default().to_owned(),
+            state: Any(value["state"].clone()),
+        }))
     }
 }
 

@@ -5,17 +5,22 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
+use poem_openapi::{Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
 use super::dashboard::DashboardApi;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, JsonValue, Saved};
+use super::resource;
 use super::temporary_cache::{self as tc, FILTER_STATE, FILTER_STATE_TTL};
+use super::wire::{
+    Body, Created, KeyResponse, Message, Nullable, Obj, PermalinkResponse, TemporaryCacheBody,
+    TemporaryCacheValue,
+};
 use crate::auth::CurrentUser;
 use crate::state::AppState;
 use crate::store::catalog::DASHBOARD;
@@ -79,10 +84,10 @@ impl FilterStateApi {
         auth: Auth,
         pk: Path<String>,
         tab_id: Query<Option<String>>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<Obj<TemporaryCacheBody>>>,
+    ) -> Result<Created<Obj<KeyResponse>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", VIEW).await?;
-        let value = value_of(&body.0)?;
+        let value = value_of(&body.0.value)?;
         let id = self.dashboard(&pk.0, &user).await?;
         let resource = id.to_string();
         let key = tc::key_for_tab(
@@ -104,7 +109,7 @@ impl FilterStateApi {
             Some(FILTER_STATE_TTL),
         )
         .await?;
-        Ok(Saved::Created(Json(json!({ "key": key }))))
+        Ok(Created::of(KeyResponse { key }))
     }
 
     /// A stored filter state: `{"value": "<json text>"}`.
@@ -118,7 +123,7 @@ impl FilterStateApi {
         auth: Auth,
         pk: Path<String>,
         key: Path<String>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<TemporaryCacheValue>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", VIEW).await?;
         let id = self.dashboard(&pk.0, &user).await?;
         let entry = self
@@ -126,7 +131,7 @@ impl FilterStateApi {
             .await?
             .ok_or_else(ApiError::not_found)?;
         tc::get_refreshed(&self.state, FILTER_STATE, &key.0, FILTER_STATE_TTL).await?;
-        Ok(Json(json!({ "value": entry.value })))
+        Ok(Json(TemporaryCacheValue { value: entry.value }))
     }
 
     /// Replace a filter state (its owner only); the answer's key may be a new one.
@@ -141,14 +146,14 @@ impl FilterStateApi {
         pk: Path<String>,
         key: Path<String>,
         tab_id: Query<Option<String>>,
-        body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
+        body: JsonBody<Body<Obj<TemporaryCacheBody>>>,
+    ) -> Result<Json<KeyResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", VIEW).await?;
-        let value = value_of(&body.0)?;
+        let value = value_of(&body.0.value)?;
         let id = self.dashboard(&pk.0, &user).await?;
         let Some(entry) = self.entry(id, &key.0).await? else {
             // Superset answers an unknown key with the key itself, storing nothing.
-            return Ok(Json(json!({ "key": key.0 })));
+            return Ok(Json(KeyResponse { key: key.0 }));
         };
         tc::ensure_owner(&auth, &entry)?;
         let resource = id.to_string();
@@ -171,7 +176,7 @@ impl FilterStateApi {
             Some(FILTER_STATE_TTL),
         )
         .await?;
-        Ok(Json(json!({ "key": new_key })))
+        Ok(Json(KeyResponse { key: new_key }))
     }
 
     /// Delete a filter state (its owner only).
@@ -186,7 +191,7 @@ impl FilterStateApi {
         pk: Path<String>,
         key: Path<String>,
         tab_id: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", VIEW).await?;
         let id = self.dashboard(&pk.0, &user).await?;
         let entry = self
@@ -205,7 +210,9 @@ impl FilterStateApi {
         if !self.state.store.kv_delete(FILTER_STATE, &key.0).await? {
             return Err(ApiError::not_found());
         }
-        Ok(Json(json!({"message": "Deleted successfully"})))
+        Ok(Json(Message {
+            message: "Deleted successfully".into(),
+        }))
     }
 
     /// A permanent link to the dashboard in a state (filters, tabs, anchor): `{"key", "url"}`.
@@ -219,12 +226,12 @@ impl FilterStateApi {
         auth: Auth,
         req: &poem::Request,
         pk: Path<String>,
-        body: JsonBody<Json_>,
-    ) -> Result<Saved, ApiError> {
+        body: JsonBody<Body<Obj<DashboardPermalinkState>>>,
+    ) -> Result<Created<Obj<PermalinkResponse>>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_write", "DashboardPermalinkRestApi")
                 .await?;
-        let state = permalink_state(&body.0)?;
+        let state = permalink_state(&body.0.value)?;
         let dashboards = DashboardApi {
             state: self.state.clone(),
         };
@@ -251,7 +258,7 @@ impl FilterStateApi {
         )
         .await?;
         let url = tc::external_url(req, &format!("/superset/dashboard/p/{key}/"));
-        Ok(Saved::Created(Json(json!({"key": key, "url": url}))))
+        Ok(Created::of(PermalinkResponse { key, url }))
     }
 
     /// The state behind a dashboard permalink: `{"dashboardId", "state"}`.
@@ -260,7 +267,11 @@ impl FilterStateApi {
         method = "get",
         operation_id = "dashboard_permalink_get"
     )]
-    async fn permalink_get(&self, auth: Auth, key: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn permalink_get(
+        &self,
+        auth: Auth,
+        key: Path<String>,
+    ) -> Result<Json<DashboardPermalinkValue>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_read", "DashboardPermalinkRestApi")
                 .await?;
@@ -272,12 +283,42 @@ impl FilterStateApi {
             .ok_or_else(ApiError::not_found)?;
         let value: Json_ =
             serde_json::from_str(&entry.value).map_err(|e| ApiError::internal(&e))?;
+        let value = DashboardPermalinkValue {
+            dashboard_id: value["dashboardId"].as_str().unwrap_or_default().to_owned(),
+            state: Any(value["state"].clone()),
+        };
         let dashboards = DashboardApi {
             state: self.state.clone(),
         };
         dashboards.resolve(&entry.resource, &user).await?;
         Ok(Json(value))
     }
+}
+
+/// Superset's `DashboardPermalinkStateSchema` (the body of a new dashboard permalink).
+#[derive(Object)]
+struct DashboardPermalinkState {
+    /// The native filters' state, by filter id.
+    #[oai(rename = "dataMask")]
+    data_mask: Option<Nullable<Any<Json_>>>,
+    /// The open tabs.
+    #[oai(rename = "activeTabs")]
+    active_tabs: Option<Nullable<Vec<String>>>,
+    /// The element scrolled to.
+    anchor: Option<Nullable<String>>,
+    /// Extra URL parameters, `[key, value]` pairs.
+    #[oai(rename = "urlParams")]
+    url_params: Option<Nullable<Vec<Vec<Nullable<String>>>>>,
+}
+
+/// What a dashboard permalink holds.
+#[derive(Object)]
+struct DashboardPermalinkValue {
+    /// The dashboard's uuid.
+    #[oai(rename = "dashboardId")]
+    dashboard_id: String,
+    /// The state it was shared in.
+    state: Any<Json_>,
 }
 
 /// `DashboardPermalinkStateSchema`: only its four fields, each checked.

@@ -2,17 +2,17 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::Path;
 use poem_openapi::payload::Json;
+use poem_openapi::types::Any;
 use poem_openapi::types::multipart::Upload;
-use poem_openapi::{ApiResponse, Multipart, OpenApi};
-use serde_json::{Value as Json_, json};
+use poem_openapi::{ApiResponse, Multipart, Object, OpenApi};
+use serde_json::Value as Json_;
 
 use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
-use super::resource::JsonValue;
+use super::wire::{Message, Nullable, ResultOf};
 use crate::auth::{self, CurrentUser, Principal};
 use crate::plugins::{PluginSummary, WIT_VERSION};
 use crate::state::AppState;
@@ -35,10 +35,10 @@ pub struct PluginUpload {
 pub enum Installed {
     /// A new plugin is live.
     #[oai(status = 201)]
-    Created(Json<Json_>),
+    Created(Json<ResultOf<PluginInfo>>),
     /// A plugin of the same name was replaced; calls already running finish on the old one.
     #[oai(status = 200)]
-    Replaced(Json<Json_>),
+    Replaced(Json<ResultOf<PluginInfo>>),
 }
 
 /// Plugins are code running inside the server: only admins manage them.
@@ -51,52 +51,114 @@ fn admin(auth: &Auth) -> Result<Arc<CurrentUser>, ApiError> {
     }
 }
 
-/// The API form of a plugin.
-pub fn summary_json(p: &PluginSummary) -> Json_ {
-    json!({
-        "name": p.name,
-        "version": p.version,
-        "kind": p.kind.as_str(),
-        "label": p.label,
-        "description": p.description,
-        "viz_types": p.viz_types,
-        "params_schema": p.params_schema,
-        "wit_version": p.wit_version,
-        "source": p.source.as_str(),
-        "sha256": p.sha256,
-        "size_bytes": p.size_bytes,
-        "limits": {"memory_mb": p.memory_mb, "timeout_ms": p.timeout_ms},
-        "changed_on": p.changed_on.map(|t| t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string()),
-    })
+/// The resources one call of a plugin may use.
+#[derive(Object)]
+pub struct PluginLimits {
+    /// Linear memory, in MiB.
+    pub memory_mb: u64,
+    /// Wall time per call, in milliseconds.
+    pub timeout_ms: u64,
+}
+
+/// A plugin as the API shows it.
+#[derive(Object)]
+pub struct PluginInfo {
+    /// Its unique name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// `postprocessor` or `viz`.
+    pub kind: String,
+    /// Its display name.
+    pub label: String,
+    /// What it does.
+    pub description: String,
+    /// The chart types it draws (viz plugins).
+    pub viz_types: Vec<String>,
+    /// The JSON schema of its parameters, if it declares one.
+    pub params_schema: Nullable<Any<Json_>>,
+    /// The `liteset:plugin` WIT version it was built against.
+    pub wit_version: String,
+    /// `builtin` or `uploaded`.
+    pub source: String,
+    /// The component's SHA-256.
+    pub sha256: String,
+    /// The component's size.
+    pub size_bytes: u64,
+    /// What one call may use.
+    pub limits: PluginLimits,
+    /// When it was uploaded (built-in plugins: null).
+    pub changed_on: Nullable<String>,
+}
+
+impl From<&PluginSummary> for PluginInfo {
+    fn from(p: &PluginSummary) -> Self {
+        PluginInfo {
+            name: p.name.clone(),
+            version: p.version.clone(),
+            kind: p.kind.as_str().to_owned(),
+            label: p.label.clone(),
+            description: p.description.clone(),
+            viz_types: p.viz_types.clone(),
+            params_schema: p.params_schema.clone().map(Any).into(),
+            wit_version: p.wit_version.clone(),
+            source: p.source.as_str().to_owned(),
+            sha256: p.sha256.clone(),
+            size_bytes: p.size_bytes as u64,
+            limits: PluginLimits {
+                memory_mb: p.memory_mb,
+                timeout_ms: p.timeout_ms,
+            },
+            changed_on: p
+                .changed_on
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%S%.6f").to_string())
+                .into(),
+        }
+    }
+}
+
+/// `GET /api/v1/plugin/`.
+#[derive(Object)]
+pub struct PluginList {
+    /// How many plugins are installed.
+    pub count: u64,
+    /// The plugins.
+    pub result: Vec<PluginInfo>,
+    /// The WIT versions this server runs.
+    pub supported_wit_versions: Vec<String>,
 }
 
 #[OpenApi(prefix_path = "/api/v1/plugin", tag = "Tags::Plugin")]
 impl PluginApi {
     /// Installed plugins: the built-in ones, then uploaded ones by name.
-    #[oai(path = "/", method = "get")]
-    async fn list(&self, auth: Auth) -> Result<JsonValue, ApiError> {
+    #[oai(path = "/", method = "get", operation_id = "plugin_list")]
+    async fn list(&self, auth: Auth) -> Result<Json<PluginList>, ApiError> {
         admin(&auth)?;
         let plugins = self.state.plugins.list().await?;
-        let result: Vec<Json_> = plugins.iter().map(summary_json).collect();
-        Ok(Json(json!({
-            "count": result.len(),
-            "result": result,
-            "supported_wit_versions": [WIT_VERSION],
-        })))
+        let result: Vec<PluginInfo> = plugins.iter().map(PluginInfo::from).collect();
+        Ok(Json(PluginList {
+            count: result.len() as u64,
+            result,
+            supported_wit_versions: vec![WIT_VERSION.to_owned()],
+        }))
     }
 
     /// One plugin.
-    #[oai(path = "/:name", method = "get")]
-    async fn get(&self, auth: Auth, name: Path<String>) -> Result<JsonValue, ApiError> {
+    #[oai(path = "/:name", method = "get", operation_id = "plugin_get")]
+    async fn get(
+        &self,
+        auth: Auth,
+        name: Path<String>,
+    ) -> Result<Json<ResultOf<PluginInfo>>, ApiError> {
         admin(&auth)?;
         let p = self.state.plugins.get(&name.0).await?;
-        Ok(Json(json!({"result": summary_json(&p.summary)})))
+        Ok(ResultOf::json(PluginInfo::from(&p.summary)))
     }
 
     /// Uploads a component (multipart field `file`). It is validated (a component exporting a
     /// supported `liteset:plugin` world, imports within the allowlist), compiled and
     /// smoke-called, stored, and live for the next request, on every replica.
-    #[oai(path = "/", method = "post")]
+    #[oai(path = "/", method = "post", operation_id = "plugin_upload")]
     async fn upload(&self, auth: Auth, form: PluginUpload) -> Result<Installed, ApiError> {
         let user = admin(&auth)?;
         let bytes = form
@@ -109,7 +171,7 @@ impl PluginApi {
             .plugins
             .install(bytes, Some(user.user.id))
             .await?;
-        let body = Json(json!({"result": summary_json(&summary)}));
+        let body = ResultOf::json(PluginInfo::from(&summary));
         Ok(if replaced {
             Installed::Replaced(body)
         } else {
@@ -118,91 +180,12 @@ impl PluginApi {
     }
 
     /// Deletes an uploaded plugin; requests naming it fail from then on.
-    #[oai(path = "/:name", method = "delete")]
-    async fn delete(&self, auth: Auth, name: Path<String>) -> Result<JsonValue, ApiError> {
+    #[oai(path = "/:name", method = "delete", operation_id = "plugin_delete")]
+    async fn delete(&self, auth: Auth, name: Path<String>) -> Result<Json<Message>, ApiError> {
         admin(&auth)?;
         self.state.plugins.remove(&name.0).await?;
-        Ok(Json(json!({"message": "OK"})))
-    }
-}
-
-impl From<crate::plugins::PluginError> for ApiError {
-    fn from(e: crate::plugins::PluginError) -> Self {
-        use crate::plugins::{GuestErrorKind, PluginError as P};
-        let text = e.to_string();
-        let typed = |status: StatusCode, error_type: &str, reason: &str, plugin: &str| {
-            ApiError::sip40(
-                status,
-                error_type,
-                text.clone(),
-                json!({"plugin": plugin, "reason": reason}),
-            )
-        };
-        match e {
-            P::NotFound(_) => ApiError::message(StatusCode::NOT_FOUND, text),
-            P::Rejected(_) => {
-                tracing::info!(message = "Plugin refused.", reason = %text);
-                ApiError::bad_request(text)
-            }
-            P::Failed {
-                plugin,
-                kind,
-                message,
-            } => {
-                if kind == GuestErrorKind::Internal {
-                    tracing::error!(message = "Plugin reported an internal error.", plugin = %plugin, reason = %message);
-                    typed(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "GENERIC_BACKEND_ERROR",
-                        "plugin_error",
-                        &plugin,
-                    )
-                } else {
-                    tracing::info!(message = "Plugin refused the request.", plugin = %plugin, reason = %message);
-                    // Superset's ChartDataQueryFailedError: `Error: <message>`.
-                    ApiError::bad_request(format!("Error: {message}"))
-                }
-            }
-            P::Timeout { plugin, .. } => typed(
-                StatusCode::REQUEST_TIMEOUT,
-                "BACKEND_TIMEOUT_ERROR",
-                "timeout",
-                &plugin,
-            ),
-            P::OutOfMemory { plugin, .. } => typed(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "GENERIC_BACKEND_ERROR",
-                "out_of_memory",
-                &plugin,
-            ),
-            P::Crashed { plugin, .. } => typed(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "GENERIC_BACKEND_ERROR",
-                "crashed",
-                &plugin,
-            ),
-            P::BadOutput { plugin, .. } => {
-                tracing::error!(message = "Plugin returned an invalid table.", reason = %text);
-                typed(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "GENERIC_BACKEND_ERROR",
-                    "bad_output",
-                    &plugin,
-                )
-            }
-            P::Busy => {
-                tracing::warn!(message = "Plugin slots exhausted.");
-                let mut err = ApiError::sip40(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "GENERIC_BACKEND_ERROR",
-                    text,
-                    json!({"reason": "busy"}),
-                );
-                err.retry_after = Some(1);
-                err
-            }
-            P::Store(s) => s.into(),
-            P::Internal(m) => ApiError::internal(&m),
-        }
+        Ok(Json(Message {
+            message: "OK".into(),
+        }))
     }
 }

@@ -14,9 +14,12 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::listquery;
-use super::resource::{self, JsonValue, Spec};
-use super::sqllab::{self, query_scope, sees_all_queries, to_dict};
-use super::wire::{DistinctResponse, InfoResponse, List, RelatedResponse, Reply, Show, Wire};
+use super::resource::{self, Spec};
+use super::sqllab::{self, query_scope, sees_all_queries};
+use super::wire::{
+    DistinctResponse, InfoResponse, List, QueryDict, RelatedResponse, Reply, ResultOf, ResultOk,
+    Show, Wire,
+};
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::state::AppState;
@@ -193,7 +196,7 @@ impl QueryApi {
         &self,
         auth: Auth,
         q: Query<Option<String>>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<Vec<QueryDict>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let v =
             listquery::decode_q(q.0.as_deref()).map_err(|e| ApiError::bad_request(e.message()))?;
@@ -234,14 +237,15 @@ impl QueryApi {
             .store
             .load(&QUERY, &ids, &["database", "user"])
             .await?;
-        let result: Vec<Json_> = recs.iter().rev().map(to_dict).collect();
-        Ok(Json(json!({ "result": result })))
+        Ok(ResultOf::json(
+            recs.iter().rev().map(QueryDict::of).collect(),
+        ))
     }
 
     /// Stop a running query: its statement is cancelled inside the database (when it runs in
     /// this replica) and its state becomes `stopped`.
     #[oai(path = "/stop", method = "post", operation_id = "query_stop")]
-    async fn stop(&self, auth: Auth, body: JsonBody<StopBody>) -> Result<JsonValue, ApiError> {
+    async fn stop(&self, auth: Auth, body: JsonBody<StopBody>) -> Result<Json<ResultOk>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
         let client_id = body.0.client_id;
         if client_id.contains('\0') || client_id.chars().count() > 64 {
@@ -262,10 +266,14 @@ impl QueryApi {
             return Err(ApiError::not_found());
         }
         if sqllab::is_final(&rec.text("status")) {
-            return Ok(Json(json!({"result": "OK"})));
+            return Ok(Json(ResultOk {
+                result: "OK".into(),
+            }));
         }
         sqllab::stop_query(&self.state, &client_id, id).await?;
-        Ok(Json(json!({"result": "OK"})))
+        Ok(Json(ResultOk {
+            result: "OK".into(),
+        }))
     }
 
     /// Values of a related column.

@@ -7,18 +7,16 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Binary, Html};
 use poem_openapi::{ApiResponse, OpenApi};
-use serde_json::json;
 
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, until_gone};
 use super::resource;
 use crate::auth::Principal;
-use crate::render::{self as draw, RenderError};
+use crate::render::{self as draw};
 use crate::services::render::{self, Thumbnail};
 use crate::state::AppState;
 use crate::store::catalog::DASHBOARD;
@@ -212,26 +210,5 @@ impl RenderApi {
             &dash.text("position_json"),
             &charts,
         ))))
-    }
-}
-
-impl From<RenderError> for ApiError {
-    fn from(e: RenderError) -> Self {
-        let text = e.to_string();
-        match e {
-            RenderError::BadSize(_) | RenderError::NoPlugin(_) | RenderError::NoSvg(_) => {
-                ApiError::bad_request(text)
-            }
-            RenderError::BadSvg { plugin, .. } => {
-                tracing::error!(message = "Viz plugin returned an invalid SVG.", reason = %text);
-                ApiError::sip40(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    "GENERIC_BACKEND_ERROR",
-                    text,
-                    json!({"plugin": plugin, "reason": "bad_output"}),
-                )
-            }
-            RenderError::Raster(r) => ApiError::internal(&r),
-        }
     }
 }

@@ -19,9 +19,9 @@ use super::listquery::{
     self, FAB_API_MAX_PAGE_SIZE, FAB_DEFAULT_PAGE_SIZE, Filter, ListQuery, QError,
 };
 use super::wire::{
-    DistinctResponse, DistinctValue, FavoriteStatus, FavoriteStatusResponse, InfoColumn,
-    InfoFilter, InfoResponse, InfoValue, Message, RelatedResponse, RelatedValue, Reply, ResultOk,
-    Schema, Wire, default_ref_columns,
+    Counted, DistinctResponse, DistinctValue, FavoriteStatus, FavoriteStatusResponse, InfoColumn,
+    InfoFilter, InfoResponse, InfoValue, Message, RelatedChart, RelatedDashboard, RelatedObjects,
+    RelatedResponse, RelatedValue, Reply, ResultOk, Schema, Wire, default_ref_columns,
 };
 use crate::auth::CurrentUser;
 use crate::state::AppState;
@@ -1163,6 +1163,67 @@ pub async fn set_favorite(
     Ok(Json(ResultOk {
         result: "OK".to_owned(),
     }))
+}
+
+/// Charts and dashboards using any of the datasets (`related_objects` of a database and of a
+/// dataset); `tab_states` adds the SQL Lab tabs entry databases answer with.
+pub async fn related_objects(
+    state: &AppState,
+    dataset_ids: &[i64],
+    tab_states: bool,
+) -> Result<RelatedObjects, ApiError> {
+    let (_, chart_ids) = state
+        .store
+        .list_ids(
+            &catalog::CHART,
+            &catalog::charts_on_datasets(dataset_ids),
+            None,
+            None,
+        )
+        .await?;
+    let charts = state
+        .store
+        .load(&catalog::CHART, &chart_ids, &["dashboards"])
+        .await?;
+    let mut dash_ids: Vec<i64> = charts
+        .iter()
+        .flat_map(|c| c.related("dashboards").iter().map(|d| d.id))
+        .collect();
+    dash_ids.sort_unstable();
+    dash_ids.dedup();
+    let dashboards = state
+        .store
+        .load(&catalog::DASHBOARD, &dash_ids, &[])
+        .await?;
+    Ok(RelatedObjects {
+        charts: Counted {
+            count: charts.len() as u64,
+            result: charts
+                .iter()
+                .map(|c| RelatedChart {
+                    id: c.id,
+                    slice_name: c.text("slice_name"),
+                    viz_type: c.text("viz_type"),
+                })
+                .collect(),
+        },
+        dashboards: Counted {
+            count: dashboards.len() as u64,
+            result: dashboards
+                .iter()
+                .map(|d| RelatedDashboard {
+                    id: d.id,
+                    json_metadata: d.get::<String>("json_metadata").into(),
+                    slug: d.get::<String>("slug").into(),
+                    title: d.text("dashboard_title"),
+                })
+                .collect(),
+        },
+        sqllab_tab_states: tab_states.then(|| Counted {
+            count: 0,
+            result: Vec::new(),
+        }),
+    })
 }
 
 /// `{"message": "Deleted 2 charts"}`.

@@ -17,8 +17,8 @@ use super::Tags;
 use super::error::ApiError;
 use super::extract::Auth;
 use super::listquery;
-use super::resource::{self, JsonValue};
-use super::wire::{Nullable, ResultOf};
+use super::resource;
+use super::wire::{Nullable, Obj, Reply, ResultOf};
 use crate::query::timerange::{self, Relative};
 use crate::state::AppState;
 
@@ -28,6 +28,15 @@ pub struct SpaApi {
 }
 
 /// Superset's `empty_language_pack.json`: English needs no translations.
+/// A Jed language pack, as the web app's translation layer loads it.
+#[derive(poem_openapi::Object)]
+struct LanguagePack {
+    /// The gettext domain (`superset`).
+    domain: String,
+    /// The translations by domain, with a header entry under `""`.
+    locale_data: poem_openapi::types::Any<serde_json::Value>,
+}
+
 fn english_pack() -> serde_json::Value {
     json!({
         "domain": "superset",
@@ -174,7 +183,11 @@ impl SpaApi {
         method = "get",
         operation_id = "language_pack"
     )]
-    async fn language_pack(&self, auth: Auth, lang: Path<String>) -> Result<JsonValue, ApiError> {
+    async fn language_pack(
+        &self,
+        auth: Auth,
+        lang: Path<String>,
+    ) -> Result<Reply<Obj<LanguagePack>>, ApiError> {
         self.state
             .auth
             .authorize(&auth.principal, "can_language_pack", "Superset")
@@ -188,7 +201,7 @@ impl SpaApi {
                 "Language pack doesn't exist on the server",
             ));
         }
-        Ok(Json(english_pack()))
+        Ok(Reply::new(english_pack()))
     }
 
     /// Resolves time ranges as chart queries would: `?q='Last week'` or

@@ -14,16 +14,18 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{NaiveDateTime, NaiveTime, Utc};
+use chrono::{NaiveTime, Utc};
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::{Binary, Json};
+use poem_openapi::types::Any;
 use poem_openapi::{ApiResponse, Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
 use super::error::{ApiError, ErrorBody};
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, JsonValue, iso, render};
+use super::resource::{self, render};
+use super::wire::{JsonOf, Nullable, Obj, QueryDict, Reply, ResultOf};
 use super::{database, listquery};
 use crate::auth::CurrentUser;
 use crate::connections;
@@ -32,6 +34,7 @@ use crate::engines::{
     generic_type,
 };
 use crate::query::frame::{Frame, cell_json};
+use crate::query::sql::sql_dialect;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::query::sqllab::{self, Plan, RunOutcome, SqlLabError};
 use crate::state::AppState;
@@ -115,10 +118,10 @@ pub struct EstimateBody {
 pub enum Executed {
     /// Synchronous run: the results payload.
     #[oai(status = 200)]
-    Done(Json<Json_>),
+    Done(JsonOf<Obj<SqlLabResults>>),
     /// Asynchronous run accepted: `{"query": {…, "state": "pending"}}`.
     #[oai(status = 202)]
-    Accepted(Json<Json_>),
+    Accepted(Json<Box<QueryEnvelope>>),
 }
 
 /// A CSV download.
@@ -156,13 +159,6 @@ fn short_id() -> String {
         .take(10)
         .map(char::from)
         .collect()
-}
-
-pub(super) fn dialect(engine: Engine) -> SqlDialect {
-    match engine {
-        Engine::Postgres => SqlDialect::Postgres,
-        Engine::Sqlite => SqlDialect::Sqlite,
-    }
 }
 
 fn sqllab_error(e: SqlLabError) -> ApiError {
@@ -333,54 +329,9 @@ pub async fn query_by_client_id(
         .await?)
 }
 
-fn opt_text(rec: &Record, field: &str) -> Json_ {
-    rec.get::<String>(field).map_or(Json_::Null, Json_::String)
-}
-
-fn opt_json<T: serde::Serialize>(v: Option<T>) -> Json_ {
-    v.map_or(Json_::Null, |v| json!(v))
-}
-
-/// Superset's `Query.to_dict()`.
+/// Superset's `Query.to_dict()` as JSON.
 pub fn to_dict(rec: &Record) -> Json_ {
-    let extra = rec
-        .get::<String>("extra_json")
-        .and_then(|e| serde_json::from_str::<Json_>(&e).ok())
-        .filter(Json_::is_object)
-        .unwrap_or_else(|| json!({}));
-    let user = rec.one("user").map_or(Json_::Null, |u| {
-        json!(format!("{} {}", u.text("first_name"), u.text("last_name")).trim())
-    });
-    json!({
-        "changed_on": rec.get::<NaiveDateTime>("changed_on").map(iso),
-        "dbId": rec.get::<i64>("database_id"),
-        "db": rec.one("database").map(|d| d.text("database_name")),
-        "endDttm": opt_json(rec.get::<f64>("end_time")),
-        "errorMessage": opt_text(rec, "error_message"),
-        "executedSql": opt_text(rec, "executed_sql"),
-        "id": rec.text("client_id"),
-        "queryId": rec.id,
-        "limit": opt_json(rec.get::<i64>("limit")),
-        "limitingFactor": opt_text(rec, "limiting_factor"),
-        "progress": rec.get::<i64>("progress").unwrap_or(0),
-        "rows": opt_json(rec.get::<i64>("rows")),
-        "catalog": opt_text(rec, "catalog"),
-        "schema": opt_text(rec, "schema"),
-        "ctas": rec.flag("select_as_cta"),
-        "serverId": rec.id,
-        "sql": opt_text(rec, "sql"),
-        "sqlEditorId": opt_text(rec, "sql_editor_id"),
-        "startDttm": opt_json(rec.get::<f64>("start_time")),
-        "state": rec.text("status").to_ascii_lowercase(),
-        "tab": opt_text(rec, "tab_name"),
-        "tempSchema": opt_text(rec, "tmp_schema_name"),
-        "tempTable": opt_text(rec, "tmp_table_name"),
-        "userId": opt_json(rec.get::<i64>("user_id")),
-        "user": user,
-        "resultsKey": opt_text(rec, "results_key"),
-        "trackingUrl": opt_text(rec, "tracking_url"),
-        "extra": extra,
-    })
+    QueryDict::of(rec).json()
 }
 
 /// psycopg2's type-caster name for a PostgreSQL type (what Superset reports as a SQL Lab
@@ -682,7 +633,7 @@ impl SqlLabApi {
         let db = database_record(state, b.database_id).await?;
         let spec = connections::connection_spec(state, db.id).await?;
         let engine = spec.uri.engine;
-        let d = dialect(engine);
+        let d = sql_dialect(engine);
         if b.select_as_cta == Some(true) {
             return Err(sqllab_error(SqlLabError::CtasUnsupported));
         }
@@ -788,7 +739,9 @@ impl SqlLabApi {
 
         if run_async {
             let rec = load_query(state, query_id).await?;
-            return Ok(Executed::Accepted(Json(json!({ "query": to_dict(&rec) }))));
+            return Ok(Executed::Accepted(Json(Box::new(QueryEnvelope {
+                query: QueryDict::of(&rec),
+            }))));
         }
 
         let secs = state.config.query.sqllab_timeout_secs;
@@ -819,7 +772,7 @@ impl SqlLabApi {
         };
         let rec = load_query(state, query_id).await?;
         let display = usize::try_from(state.config.query.display_max_row).unwrap_or(usize::MAX);
-        Ok(Executed::Done(Json(results_payload(
+        Ok(Executed::Done(JsonOf::new(results_payload(
             &rec, engine, &out.rows, display,
         ))))
     }
@@ -847,7 +800,7 @@ const BOOTSTRAP_DATABASE_KEYS: &[&str] = &[
 impl SqlLabApi {
     /// SQL Lab's initial state: the databases the user can query, their recent queries.
     #[oai(path = "/", method = "get", operation_id = "sqllab_get")]
-    async fn bootstrap(&self, auth: Auth) -> Result<JsonValue, ApiError> {
+    async fn bootstrap(&self, auth: Auth) -> Result<Reply<Obj<ResultOf<Bootstrap>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "SQLLab").await?;
         let scope = Pred::And(vec![
             catalog::database_scope(&user.grants()),
@@ -904,7 +857,7 @@ impl SqlLabApi {
         {
             queries.insert(rec.text("client_id"), to_dict(&rec));
         }
-        Ok(Json(json!({"result": {
+        Ok(Reply::new(json!({"result": {
             "active_tab": null,
             "databases": databases,
             "queries": queries,
@@ -931,7 +884,11 @@ impl SqlLabApi {
     /// The stored results of a finished query: `?q=(key:'<resultsKey>',rows:N)`. Results are
     /// kept in the process (replica) that ran the query, for `query.sqllab_results_ttl_secs`.
     #[oai(path = "/results", method = "get", operation_id = "sqllab_results")]
-    async fn results(&self, auth: Auth, q: Query<Option<String>>) -> Result<JsonValue, ApiError> {
+    async fn results(
+        &self,
+        auth: Auth,
+        q: Query<Option<String>>,
+    ) -> Result<Reply<Obj<SqlLabResults>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_get_results", "SQLLab").await?;
         let v =
             listquery::decode_q(q.0.as_deref()).map_err(|e| ApiError::bad_request(e.message()))?;
@@ -974,7 +931,7 @@ impl SqlLabApi {
         let display = rows
             .map_or(max, |r| usize::try_from(r).unwrap_or(usize::MAX))
             .min(max);
-        Ok(Json(results_payload(&rec, engine, &rs, display)))
+        Ok(Reply::new(results_payload(&rec, engine, &rs, display)))
     }
 
     /// A query's results as CSV: the kept results, or the query's last statement run again
@@ -996,7 +953,7 @@ impl SqlLabApi {
         }
         let db = database_record(state, rec.get("database_id").unwrap_or_default()).await?;
         let spec = connections::connection_spec(state, db.id).await?;
-        let d = dialect(spec.uri.engine);
+        let d = sql_dialect(spec.uri.engine);
         let executed = rec.text("executed_sql");
         check_access(state, &user, &db, Some((d, &rec.text("sql")))).await?;
         let kept = match rec.get::<String>("results_key") {
@@ -1093,7 +1050,7 @@ impl SqlLabApi {
         &self,
         auth: Auth,
         body: JsonBody<FormatBody>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<String>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_format_sql", "SQLLab").await?;
         let b = body.0;
         check_strings(&[("sql", Some(&b.sql)), ("engine", b.engine.as_deref())])?;
@@ -1101,13 +1058,13 @@ impl SqlLabApi {
             (Some(id), _) => {
                 let db = database_record(&self.state, id).await?;
                 crate::uri::ConnectionUri::parse(&db.text("sqlalchemy_uri"))
-                    .map_or(SqlDialect::Postgres, |u| dialect(u.engine))
+                    .map_or(SqlDialect::Postgres, |u| sql_dialect(u.engine))
             }
             (None, Some(e)) if e.eq_ignore_ascii_case("sqlite") => SqlDialect::Sqlite,
             _ => SqlDialect::Postgres,
         };
         let formatted = sqlcheck::format_sql(d, &b.sql).map_err(SqlLabError::from)?;
-        Ok(Json(json!({ "result": formatted })))
+        Ok(ResultOf::json(formatted))
     }
 
     /// Estimate a query's cost with PostgreSQL's planner (`EXPLAIN`, never executed). Needs
@@ -1117,7 +1074,7 @@ impl SqlLabApi {
         &self,
         auth: Auth,
         body: JsonBody<EstimateBody>,
-    ) -> Result<JsonValue, ApiError> {
+    ) -> Result<Json<ResultOf<Vec<CostEstimate>>>, ApiError> {
         let user =
             resource::authorized(&self.state, &auth, "can_estimate_query_cost", "SQLLab").await?;
         let state = &self.state;
@@ -1129,7 +1086,7 @@ impl SqlLabApi {
         ])?;
         let db = database_record(state, b.database_id).await?;
         let spec = connections::connection_spec(state, db.id).await?;
-        let d = dialect(spec.uri.engine);
+        let d = sql_dialect(spec.uri.engine);
         let params_given = match &b.template_params {
             None | Some(Json_::Null) => false,
             Some(Json_::Object(m)) => !m.is_empty(),
@@ -1203,13 +1160,77 @@ impl SqlLabApi {
                     .and_then(Json_::as_f64)
                     .map(crate::query::frame::py_float)
             };
-            result.push(json!({
-                "Start-up cost": cost("Startup Cost"),
-                "Total cost": cost("Total Cost"),
-            }));
+            result.push(CostEstimate {
+                startup: cost("Startup Cost").into(),
+                total: cost("Total Cost").into(),
+            });
         }
-        Ok(Json(json!({ "result": result })))
+        Ok(ResultOf::json(result))
     }
+}
+
+/// `{"query": …}`: an asynchronous run accepted.
+#[derive(Object)]
+pub struct QueryEnvelope {
+    /// The run, pending.
+    query: QueryDict,
+}
+
+/// A result column of a SQL Lab run.
+#[derive(Object)]
+struct SqlLabColumn {
+    column_name: String,
+    name: String,
+    /// The type psycopg2 would report (null when unknown).
+    #[oai(rename = "type")]
+    ty: Nullable<String>,
+    /// Superset's `GenericDataType`.
+    type_generic: i64,
+    is_dttm: bool,
+}
+
+/// The rows of a finished run (the synchronous answer and `GET /sqllab/results/`).
+#[derive(Object)]
+pub struct SqlLabResults {
+    /// The run's id.
+    query_id: i64,
+    /// Its status.
+    status: String,
+    /// The rows, one object per row.
+    data: Vec<Any<Json_>>,
+    /// The columns.
+    columns: Vec<SqlLabColumn>,
+    /// The columns (the same).
+    selected_columns: Vec<SqlLabColumn>,
+    /// Nested columns expanded (none).
+    expanded_columns: Vec<SqlLabColumn>,
+    /// The run.
+    query: QueryDict,
+    /// Present (true) when more rows were returned than are shown.
+    #[oai(rename = "displayLimitReached")]
+    display_limit_reached: Option<bool>,
+}
+
+/// `GET /sqllab/`'s result.
+#[derive(Object)]
+struct Bootstrap {
+    /// The open tab (tabs are kept by the browser).
+    active_tab: Nullable<Any<Json_>>,
+    /// Databases the user may query, by id.
+    databases: std::collections::BTreeMap<String, Any<Json_>>,
+    /// The user's recent runs, by client id.
+    queries: std::collections::BTreeMap<String, QueryDict>,
+    /// Server-side tab states (none).
+    tab_state_ids: Vec<Any<Json_>>,
+}
+
+/// One statement's cost, as PostgreSQL's planner estimates it (Python float text).
+#[derive(Object)]
+struct CostEstimate {
+    #[oai(rename = "Start-up cost")]
+    startup: Nullable<String>,
+    #[oai(rename = "Total cost")]
+    total: Nullable<String>,
 }
 
 /// Whether a run with this status is over.

@@ -5,17 +5,18 @@
 use std::sync::Arc;
 
 use poem::http::StatusCode;
-use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
+use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body};
+use super::resource::{self, BodyField, BodyType, Spec, body};
 use super::wire::{
-    Body, Created, InfoResponse, List, Message, PostBody, PutBody, Reply, Saved, Show,
+    Body, Created, InfoResponse, List, Message, Nullable, Obj, PostBody, PutBody, Reply, ResultOf,
+    Saved, Show,
 };
 use crate::auth::CurrentUser;
 use crate::auth::password;
@@ -318,6 +319,24 @@ fn qs(q: &Query<Option<String>>) -> Option<&str> {
     q.0.as_deref()
 }
 
+/// `{"permission_view_menu_ids": [...]}`: a role's permissions, set or granted.
+#[derive(Object)]
+struct PermissionViewMenuIds {
+    /// Ids of permission-view-menu pairs.
+    permission_view_menu_ids: Vec<i64>,
+}
+
+/// One permission of a role.
+#[derive(Object)]
+struct RolePermission {
+    /// The permission-view-menu pair's id.
+    id: i64,
+    /// The permission (`can_read`).
+    permission_name: Nullable<String>,
+    /// What it is granted on (`Chart`).
+    view_menu_name: Nullable<String>,
+}
+
 #[OpenApi(prefix_path = "/api/v1/security", tag = "Tags::SecurityAdmin")]
 impl UsersApi {
     /// List users.
@@ -551,12 +570,13 @@ impl UsersApi {
         &self,
         auth: Auth,
         pk: Path<i64>,
-        body: JsonBody<Json_>,
-    ) -> Result<JsonValue, ApiError> {
+        body: JsonBody<Body<Obj<PermissionViewMenuIds>>>,
+    ) -> Result<Json<ResultOf<PermissionViewMenuIds>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_add_role_permissions", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         let ids: Option<Vec<i64>> = body
             .0
+            .value
             .get("permission_view_menu_ids")
             .and_then(Json_::as_array)
             .and_then(|a| a.iter().map(Json_::as_i64).collect());
@@ -571,7 +591,9 @@ impl UsersApi {
             return Err(ApiError::message(StatusCode::NOT_FOUND, "Not found"));
         }
         self.state.store.grant(pk.0, &ids, true).await?;
-        Ok(Json(json!({"result": {"permission_view_menu_ids": ids}})))
+        Ok(ResultOf::json(PermissionViewMenuIds {
+            permission_view_menu_ids: ids,
+        }))
     }
 
     /// A role's permissions.
@@ -580,7 +602,11 @@ impl UsersApi {
         method = "get",
         operation_id = "security_roles_list_permissions"
     )]
-    async fn role_permissions(&self, auth: Auth, pk: Path<i64>) -> Result<JsonValue, ApiError> {
+    async fn role_permissions(
+        &self,
+        auth: Auth,
+        pk: Path<i64>,
+    ) -> Result<Json<ResultOf<Vec<RolePermission>>>, ApiError> {
         resource::authorized(&self.state, &auth, "can_list_role_permissions", "Role").await?;
         self.exists(&ROLES, pk.0).await?;
         let role = self
@@ -594,17 +620,15 @@ impl UsersApi {
             .store
             .load(&PERMISSION_VIEW, &ids, &["permission", "view_menu"])
             .await?;
-        let result: Vec<Json_> = pvs
-            .iter()
-            .map(|pv| {
-                json!({
-                    "id": pv.id,
-                    "permission_name": pv.one("permission").map(|p| p.text("name")),
-                    "view_menu_name": pv.one("view_menu").map(|v| v.text("name")),
+        Ok(ResultOf::json(
+            pvs.iter()
+                .map(|pv| RolePermission {
+                    id: pv.id,
+                    permission_name: pv.one("permission").map(|p| p.text("name")).into(),
+                    view_menu_name: pv.one("view_menu").map(|v| v.text("name")).into(),
                 })
-            })
-            .collect();
-        Ok(Json(json!({"result": result})))
+                .collect(),
+        ))
     }
 
     /// List permission names.

@@ -17,7 +17,7 @@ use poem::{IntoResponse, Response};
 use poem_openapi::registry::{
     MetaMediaType, MetaResponse, MetaResponses, MetaSchema, MetaSchemaRef, Registry,
 };
-use poem_openapi::types::{ToJSON, Type};
+use poem_openapi::types::{Any, ToJSON, Type};
 use poem_openapi::{ApiResponse, Object};
 use serde_json::Value as Json_;
 
@@ -502,6 +502,13 @@ impl<S> Created<S> {
     }
 }
 
+impl<T: ToJSON> Created<Obj<T>> {
+    /// A typed object as the 201 answer.
+    pub fn of(value: T) -> Self {
+        Created::new(value.to_json().unwrap_or_default())
+    }
+}
+
 impl<S: Schema> IntoResponse for Created<S> {
     fn into_response(self) -> Response {
         poem::web::Json(self.value)
@@ -516,6 +523,39 @@ impl<S: Schema> ApiResponse for Created<S> {
     }
     fn register(registry: &mut Registry) {
         S::register(registry);
+    }
+}
+
+/// JSON built by the handler, documented with schema `S`, as one variant of a response enum
+/// (where [`Reply`] and [`Created`] cannot be used).
+pub struct JsonOf<S> {
+    value: Json_,
+    _schema: PhantomData<S>,
+}
+
+impl<S> JsonOf<S> {
+    /// Wraps the JSON.
+    pub fn new(value: Json_) -> Self {
+        JsonOf {
+            value,
+            _schema: PhantomData,
+        }
+    }
+}
+
+impl<S: Schema> poem_openapi::payload::Payload for JsonOf<S> {
+    const CONTENT_TYPE: &'static str = JSON;
+    fn schema_ref() -> MetaSchemaRef {
+        S::reference()
+    }
+    fn register(registry: &mut Registry) {
+        S::register(registry);
+    }
+}
+
+impl<S: Send> IntoResponse for JsonOf<S> {
+    fn into_response(self) -> Response {
+        poem::web::Json(self.value).into_response()
     }
 }
 
@@ -539,6 +579,213 @@ impl<T: Type + ToJSON + 'static> Schema for Obj<T> {
 
 // ------------------------------------------------------------------------------------------
 // Shapes every resource shares
+
+/// A chart in `related_objects`.
+#[derive(Object)]
+pub struct RelatedChart {
+    /// Its id.
+    pub id: i64,
+    /// Its name.
+    pub slice_name: String,
+    /// Its chart type.
+    pub viz_type: String,
+}
+
+/// A dashboard in `related_objects`.
+#[derive(Object)]
+pub struct RelatedDashboard {
+    /// Its id.
+    pub id: i64,
+    /// Its metadata, as JSON text.
+    pub json_metadata: Nullable<String>,
+    /// Its slug.
+    pub slug: Nullable<String>,
+    /// Its title.
+    pub title: String,
+}
+
+/// A counted list.
+#[derive(Object)]
+pub struct Counted<T: poem_openapi::types::ParseFromJSON + ToJSON> {
+    /// How many.
+    pub count: u64,
+    /// Them.
+    pub result: Vec<T>,
+}
+
+/// `GET /database/<pk>/related_objects` and `GET /dataset/<pk>/related_objects`.
+#[derive(Object)]
+pub struct RelatedObjects {
+    /// Charts built on the datasets.
+    pub charts: Counted<RelatedChart>,
+    /// Dashboards showing those charts.
+    pub dashboards: Counted<RelatedDashboard>,
+    /// SQL Lab tabs using the database (databases only; Liteset keeps none server-side).
+    #[oai(skip_serializing_if_is_none)]
+    pub sqllab_tab_states: Option<Counted<Any<Json_>>>,
+}
+
+/// Superset's `Query.to_dict()`: a SQL Lab run as the app tracks it.
+#[derive(Object)]
+pub struct QueryDict {
+    /// When the row last changed.
+    pub changed_on: Nullable<String>,
+    /// The database's id.
+    #[oai(rename = "dbId")]
+    pub db_id: Nullable<i64>,
+    /// The database's name.
+    pub db: Nullable<String>,
+    /// When it ended (epoch ms).
+    #[oai(rename = "endDttm")]
+    pub end_dttm: Nullable<f64>,
+    /// Why it failed.
+    #[oai(rename = "errorMessage")]
+    pub error_message: Nullable<String>,
+    /// The SQL that ran (with its limit).
+    #[oai(rename = "executedSql")]
+    pub executed_sql: Nullable<String>,
+    /// The client's id of the run.
+    pub id: String,
+    /// The server's id of the run.
+    #[oai(rename = "queryId")]
+    pub query_id: i64,
+    /// The row limit.
+    pub limit: Nullable<i64>,
+    /// What limited the rows (`QUERY`, `DROPDOWN`, …).
+    #[oai(rename = "limitingFactor")]
+    pub limiting_factor: Nullable<String>,
+    /// Progress, 0 to 100.
+    pub progress: i64,
+    /// Rows returned.
+    pub rows: Nullable<i64>,
+    /// The catalog.
+    pub catalog: Nullable<String>,
+    /// The schema.
+    pub schema: Nullable<String>,
+    /// Whether it was a CREATE TABLE AS.
+    pub ctas: bool,
+    /// The server's id of the run.
+    #[oai(rename = "serverId")]
+    pub server_id: i64,
+    /// The SQL as typed.
+    pub sql: Nullable<String>,
+    /// The editor tab's id.
+    #[oai(rename = "sqlEditorId")]
+    pub sql_editor_id: Nullable<String>,
+    /// When it started (epoch ms).
+    #[oai(rename = "startDttm")]
+    pub start_dttm: Nullable<f64>,
+    /// `pending`, `running`, `success`, `failed`, `stopped`, `timed_out`.
+    pub state: String,
+    /// The editor tab's name.
+    pub tab: Nullable<String>,
+    /// CTAS target schema.
+    #[oai(rename = "tempSchema")]
+    pub temp_schema: Nullable<String>,
+    /// CTAS target table.
+    #[oai(rename = "tempTable")]
+    pub temp_table: Nullable<String>,
+    /// Who ran it.
+    #[oai(rename = "userId")]
+    pub user_id: Nullable<i64>,
+    /// Their name.
+    pub user: Nullable<String>,
+    /// The key its results are kept under.
+    #[oai(rename = "resultsKey")]
+    pub results_key: Nullable<String>,
+    /// The engine's tracking URL.
+    #[oai(rename = "trackingUrl")]
+    pub tracking_url: Nullable<String>,
+    /// Everything else (progress text, errors).
+    pub extra: Any<Json_>,
+}
+
+impl QueryDict {
+    /// Superset's `Query.to_dict()` of a stored run (loaded with `database` and `user`).
+    pub fn of(rec: &crate::store::model::Record) -> QueryDict {
+        let text = |f: &str| Nullable(rec.get::<String>(f));
+        let extra = rec
+            .get::<String>("extra_json")
+            .and_then(|e| serde_json::from_str::<Json_>(&e).ok())
+            .filter(Json_::is_object)
+            .unwrap_or_else(|| Json_::Object(Default::default()));
+        QueryDict {
+            changed_on: rec
+                .get::<chrono::NaiveDateTime>("changed_on")
+                .map(super::resource::iso)
+                .into(),
+            db_id: rec.get::<i64>("database_id").into(),
+            db: rec.one("database").map(|d| d.text("database_name")).into(),
+            end_dttm: rec.get::<f64>("end_time").into(),
+            error_message: text("error_message"),
+            executed_sql: text("executed_sql"),
+            id: rec.text("client_id"),
+            query_id: rec.id,
+            limit: rec.get::<i64>("limit").into(),
+            limiting_factor: text("limiting_factor"),
+            progress: rec.get::<i64>("progress").unwrap_or(0),
+            rows: rec.get::<i64>("rows").into(),
+            catalog: text("catalog"),
+            schema: text("schema"),
+            ctas: rec.flag("select_as_cta"),
+            server_id: rec.id,
+            sql: text("sql"),
+            sql_editor_id: text("sql_editor_id"),
+            start_dttm: rec.get::<f64>("start_time").into(),
+            state: rec.text("status").to_ascii_lowercase(),
+            tab: text("tab_name"),
+            temp_schema: text("tmp_schema_name"),
+            temp_table: text("tmp_table_name"),
+            user_id: rec.get::<i64>("user_id").into(),
+            user: rec
+                .one("user")
+                .map(|u| {
+                    format!("{} {}", u.text("first_name"), u.text("last_name"))
+                        .trim()
+                        .to_owned()
+                })
+                .into(),
+            results_key: text("results_key"),
+            tracking_url: text("tracking_url"),
+            extra: Any(extra),
+        }
+    }
+
+    /// As JSON.
+    pub fn json(&self) -> Json_ {
+        self.to_json().unwrap_or_default()
+    }
+}
+
+/// `{"key": …}`: a stored temporary-cache entry (explore form data, dashboard filter state).
+#[derive(Object)]
+pub struct KeyResponse {
+    /// The entry's key.
+    pub key: String,
+}
+
+/// `{"key", "url"}`: a new permalink.
+#[derive(Object)]
+pub struct PermalinkResponse {
+    /// The permalink's key.
+    pub key: String,
+    /// Its absolute URL.
+    pub url: String,
+}
+
+/// Superset's `TemporaryCachePostSchema` / `TemporaryCachePutSchema`: `{"value": "<json>"}`.
+#[derive(Object)]
+pub struct TemporaryCacheBody {
+    /// The state, as JSON text.
+    pub value: String,
+}
+
+/// `GET /dashboard/<pk>/filter_state/<key>`: the stored state as JSON text.
+#[derive(Object)]
+pub struct TemporaryCacheValue {
+    /// The state, as JSON text.
+    pub value: String,
+}
 
 /// `{"message": "..."}`: deletions, imports.
 #[derive(Object)]

@@ -55,7 +55,9 @@ pub struct Plan {
     pub row_limit: u64,
 }
 
-fn sql_dialect(engine: Engine) -> SqlDialect {
+/// The grammar [`sqlcheck`](super::sqlcheck) parses an engine's SQL with: the one mapping
+/// from a connection's engine to it (chart SQL, dataset SQL, SQL Lab).
+pub fn sql_dialect(engine: Engine) -> SqlDialect {
     match engine {
         Engine::Postgres => SqlDialect::Postgres,
         Engine::Sqlite => SqlDialect::Sqlite,
