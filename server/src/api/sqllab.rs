@@ -1201,7 +1201,7 @@ impl SqlLabApi {
                     .and_then(|p| p.get("Plan"))
                     .and_then(|p| p.get(k))
                     .and_then(Json_::as_f64)
-                    .map(crate::query::frame::py_float)
+                    .map(liteset_pyrepr::float)
             };
             result.push(json!({
                 "Start-up cost": cost("Startup Cost"),
