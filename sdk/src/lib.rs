@@ -41,6 +41,10 @@ mod table;
 pub mod testing;
 mod types;
 
+/// Python's `repr()`/`str()` of floats, strings and JSON values (`py::float(1e16)` is
+/// `1e+16`, `py::str("it's")` is `"it's"`): plugin authors need Superset-identical messages,
+/// and Superset spells the values in them the Python way.
+pub use liteset_pyrepr as py;
 pub use log;
 pub use logging::{HostLogger, host_log};
 pub use table::{

@@ -7,12 +7,12 @@
 //! behaviours; this module reproduces them, including numpy's pairwise summation so sums
 //! round like numpy's.
 
+use liteset_pyrepr as py;
 use serde_json::{Map, Value as Json};
 
 use crate::error::{PpError, Result};
 use crate::frame::{Series, Value};
 use crate::group::cmp_values;
-use crate::pystr::str_repr;
 
 /// A numpy function name Superset accepts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,7 +173,7 @@ impl Aggregator {
                 _ => {
                     return Err(PpError::params(format!(
                         "{name}() got an unexpected keyword argument {}",
-                        str_repr(key)
+                        py::str(key)
                     )));
                 }
             }
@@ -253,7 +253,7 @@ impl Aggregator {
                         Value::Str(s) => {
                             return Err(PpError::params(format!(
                                 "could not convert string to float: {}",
-                                str_repr(s)
+                                py::str(s)
                             )));
                         }
                         Value::Ts(_) | Value::List(_) => {
@@ -413,7 +413,7 @@ impl Aggregator {
                     .unwrap_or("");
                 Err(PpError::params(format!(
                     "could not convert string to float: {}",
-                    str_repr(s)
+                    py::str(s)
                 )))
             }
         }

@@ -2,53 +2,13 @@
 //!
 //! Labels produced by `flatten` and `histogram` are Python strings built with `str()` or an
 //! f-string, so `2019.0`, `True`, `6.8134999999999994` and `2021-01-01 00:00:00` must be
-//! spelled exactly as CPython (and numpy 1.26, which agrees for float64) spells them.
+//! spelled exactly as CPython (and numpy 1.26, which agrees for float64) spells them. Floats
+//! and strings are spelled by `liteset_pyrepr` (`py::float`, `py::str`), shared with the
+//! server; this module adds the frame's own cell types (timestamps, lists).
+
+use liteset_pyrepr as py;
 
 use crate::frame::Value;
-
-/// `repr(float)` (also `str(float)` and `str(np.float64)`): the shortest digits that round
-/// trip, in positional notation when the decimal exponent is in `-4..16`, else scientific
-/// with a signed, at least two-digit exponent.
-pub fn float_repr(x: f64) -> String {
-    if x.is_nan() {
-        return "nan".to_string();
-    }
-    if x.is_infinite() {
-        return if x > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.to_string();
-    }
-    // Rust's `{:e}` gives the same shortest round-trip digits as CPython's repr, only the
-    // layout differs: split it into sign, digits and decimal exponent.
-    let sci = format!("{:e}", x.abs());
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
-    let sign = if x < 0.0 { "-" } else { "" };
-    // CPython: decpt = exp + 1; scientific when decpt <= -4 or decpt > 16.
-    let decpt = exp + 1;
-    if decpt <= -4 || decpt > 16 {
-        let mut m = String::new();
-        m.push_str(&digits[..1]);
-        if digits.len() > 1 {
-            m.push('.');
-            m.push_str(&digits[1..]);
-        }
-        let esign = if exp < 0 { '-' } else { '+' };
-        return format!("{sign}{m}e{esign}{:02}", exp.abs());
-    }
-    let n = digits.len() as i32;
-    let body = if decpt <= 0 {
-        format!("0.{}{}", "0".repeat((-decpt) as usize), digits)
-    } else if decpt >= n {
-        format!("{}{}.0", digits, "0".repeat((decpt - n) as usize))
-    } else {
-        let (a, b) = digits.split_at(decpt as usize);
-        format!("{a}.{b}")
-    };
-    format!("{sign}{body}")
-}
 
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
@@ -92,7 +52,7 @@ pub fn py_str(v: &Value) -> String {
         Value::Bool(true) => "True".to_string(),
         Value::Bool(false) => "False".to_string(),
         Value::Int(i) => i.to_string(),
-        Value::Float(f) => float_repr(*f),
+        Value::Float(f) => py::float(*f),
         Value::Str(s) => s.to_string(),
         Value::Ts(us) => timestamp_str(*us),
         Value::List(items) => format!(
@@ -102,40 +62,10 @@ pub fn py_str(v: &Value) -> String {
     }
 }
 
-/// Python `repr()` of a string: single quotes unless the text holds a single quote and no
-/// double quote, with backslash escapes for the quote and control characters.
-pub fn str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
-
 /// Python `repr()` of a cell (used in error messages such as pandas' `KeyError`s).
 pub fn py_repr(v: &Value) -> String {
     match v {
-        Value::Str(s) => str_repr(s),
+        Value::Str(s) => py::str(s),
         Value::Ts(us) => format!("Timestamp('{}')", timestamp_str(*us)),
         other => py_str(other),
     }
@@ -147,7 +77,7 @@ pub fn str_list_repr<S: AsRef<str>>(items: &[S]) -> String {
         "[{}]",
         items
             .iter()
-            .map(|s| str_repr(s.as_ref()))
+            .map(|s| py::str(s.as_ref()))
             .collect::<Vec<_>>()
             .join(", ")
     )
@@ -156,21 +86,6 @@ pub fn str_list_repr<S: AsRef<str>>(items: &[S]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn floats_like_python() {
-        assert_eq!(float_repr(2019.0), "2019.0");
-        assert_eq!(float_repr(6.8134999999999994), "6.8134999999999994");
-        assert_eq!(float_repr(-0.7142857142857144), "-0.7142857142857144");
-        assert_eq!(float_repr(1e16), "1e+16");
-        assert_eq!(float_repr(1234567890123456.0), "1234567890123456.0");
-        assert_eq!(float_repr(0.0001), "0.0001");
-        assert_eq!(float_repr(0.00001), "1e-05");
-        assert_eq!(float_repr(1.5e-7), "1.5e-07");
-        assert_eq!(float_repr(-5.0), "-5.0");
-        assert_eq!(float_repr(13.472600000000002), "13.472600000000002");
-        assert_eq!(float_repr(f64::NAN), "nan");
-    }
 
     #[test]
     fn timestamps_like_pandas() {
@@ -185,6 +100,5 @@ mod tests {
     #[test]
     fn reprs() {
         assert_eq!(str_list_repr(&["nope"]), "['nope']");
-        assert_eq!(str_repr("it's"), "\"it's\"");
     }
 }

@@ -859,7 +859,7 @@ fn tabs_of(position: Option<&Json_>) -> Json_ {
                 .and_then(|n| n.get("parents"))
                 .and_then(Json_::as_array)
             {
-                let parents: Vec<String> = parents.iter().map(python_str).collect();
+                let parents: Vec<String> = parents.iter().map(liteset_pyrepr::json_str).collect();
                 out.insert("parents".into(), json!(parents));
             }
             Json_::Object(out)
@@ -876,14 +876,7 @@ fn tabs_of(position: Option<&Json_>) -> Json_ {
 fn tab_title(node: &Json_) -> String {
     node.get("meta")
         .and_then(|m| m.get("text"))
-        .map_or_else(String::new, python_str)
-}
-
-fn python_str(v: &Json_) -> String {
-    match v {
-        Json_::String(s) => s.clone(),
-        other => super::listquery::python_repr(other),
-    }
+        .map_or_else(String::new, liteset_pyrepr::json_str)
 }
 
 /// Superset's `parse_boolean_string`: `true`, `1`, `yes`, `y`, `t`, `on` in any case.

@@ -47,6 +47,7 @@
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
+use liteset_pyrepr as py;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
 
@@ -413,7 +414,7 @@ impl RisonParser<'_> {
 fn python_key(value: Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s),
-        Value::Number(n) => Some(python_number_repr(&n)),
+        Value::Number(n) => Some(py::number(&n)),
         Value::Bool(true) => Some("True".to_owned()),
         Value::Bool(false) => Some("False".to_owned()),
         Value::Null => Some("None".to_owned()),
@@ -891,7 +892,7 @@ fn page_index(value: Option<&Value>) -> Result<Option<u64>, QError> {
     match integer(value) {
         Some(page) if page < 0 => Err(QError::Schema(format!(
             "{} is less than the minimum of 0",
-            python_repr(value)
+            py::json_to_depth(value, MAX_DEPTH + 1)
         ))),
         Some(page) => Ok(Some(u64::try_from(page).unwrap_or(u64::MAX))),
         None => Ok(None),
@@ -1118,17 +1119,18 @@ struct SchemaError<'a> {
 
 impl SchemaError<'_> {
     fn message(&self) -> String {
-        let instance = python_repr(self.instance);
+        // Decoded values nest at most MAX_DEPTH deep, so the whole instance is printed.
+        let instance = py::json_to_depth(self.instance, MAX_DEPTH + 1);
         match self.failure {
             Failure::Type(expected) => {
                 format!("{instance} is not of type '{}'", expected.name())
             }
             Failure::Enum(options) => {
-                let options: Vec<String> = options.iter().map(|o| python_str_repr(o)).collect();
+                let options: Vec<String> = options.iter().map(|o| py::str(o)).collect();
                 format!("{instance} is not one of [{}]", options.join(", "))
             }
             Failure::Required(property) => {
-                format!("{} is a required property", python_str_repr(property))
+                format!("{} is a required property", py::str(property))
             }
             Failure::AnyOf => format!("{instance} is not valid under any of the given schemas"),
         }
@@ -1281,178 +1283,6 @@ fn collect_errors<'a>(
             }
         }
     }
-}
-
-// ------------------------------------------------------------------------------------------
-// Python repr, for jsonschema's messages
-// ------------------------------------------------------------------------------------------
-
-/// Python's `repr()` of the decoded value: `None`, `True`, `1`, `1.0`, `1e+16`, `'a'`,
-/// `[1, 'a']`, `{'k': 1}`. Keys come out in `serde_json::Map` order, which may differ from
-/// Python's insertion order; integers beyond `u64` are floats here.
-pub fn python_repr(value: &Value) -> String {
-    let mut out = String::new();
-    write_python_repr(value, &mut out, MAX_DEPTH + 1);
-    out
-}
-
-fn write_python_repr(value: &Value, out: &mut String, budget: usize) {
-    match value {
-        Value::Null => out.push_str("None"),
-        Value::Bool(true) => out.push_str("True"),
-        Value::Bool(false) => out.push_str("False"),
-        Value::Number(n) => out.push_str(&python_number_repr(n)),
-        Value::String(s) => out.push_str(&python_str_repr(s)),
-        Value::Array(_) | Value::Object(_) if budget == 0 => out.push_str("..."),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                write_python_repr(item, out, budget - 1);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            out.push('{');
-            for (i, (key, item)) in map.iter().enumerate() {
-                if i > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&python_str_repr(key));
-                out.push_str(": ");
-                write_python_repr(item, out, budget - 1);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn python_number_repr(n: &Number) -> String {
-    if let Some(i) = n.as_i64() {
-        return i.to_string();
-    }
-    if let Some(u) = n.as_u64() {
-        return u.to_string();
-    }
-    python_float_repr(n.as_f64().unwrap_or(f64::NAN))
-}
-
-/// Python's `repr(float)`: shortest round-trip digits, positional between 1e-4 and 1e16,
-/// else `d.ddde±XX`.
-fn python_float_repr(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".to_owned();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf" } else { "-inf" }.to_owned();
-    }
-    // `{:e}` gives the shortest round-trip digits: "-1.5e16", "0e0", "1e-5".
-    let scientific = format!("{f:e}");
-    let (mantissa, exponent) = scientific
-        .split_once('e')
-        .unwrap_or((scientific.as_str(), "0"));
-    let exponent: i64 = exponent.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let mut out = String::new();
-    if f.is_sign_negative() {
-        out.push('-');
-    }
-    let point = exponent + 1; // digits before the decimal point
-    let len = i64::try_from(digits.len()).unwrap_or(i64::MAX);
-    if !(-3..=16).contains(&point) {
-        let (first, rest) = digits.split_at(1.min(digits.len()));
-        out.push_str(first);
-        if !rest.is_empty() {
-            out.push('.');
-            out.push_str(rest);
-        }
-        let sign = if exponent < 0 { '-' } else { '+' };
-        out.push_str(&format!("e{sign}{:02}", exponent.unsigned_abs()));
-    } else if point <= 0 {
-        out.push_str("0.");
-        out.push_str(&"0".repeat(usize::try_from(-point).unwrap_or(0)));
-        out.push_str(&digits);
-    } else if point >= len {
-        out.push_str(&digits);
-        out.push_str(&"0".repeat(usize::try_from(point - len).unwrap_or(0)));
-        out.push_str(".0");
-    } else {
-        let (whole, fraction) = digits.split_at(usize::try_from(point).unwrap_or(0));
-        out.push_str(whole);
-        out.push('.');
-        out.push_str(fraction);
-    }
-    out
-}
-
-/// Python's `repr(str)`: single quotes unless the text has `'` and no `"`; `\\`, `\t`, `\n`,
-/// `\r` and the quote escaped; other non-printable characters as `\xhh`, `\uhhhh`,
-/// `\Uhhhhhhhh`. Printability is approximated (controls, separators, format characters,
-/// private use, noncharacters); unassigned code points count as printable here.
-fn python_str_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if python_printable(c) => out.push(c),
-            c if u32::from(c) <= 0xff => out.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c if u32::from(c) <= 0xffff => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => out.push_str(&format!("\\U{:08x}", u32::from(c))),
-        }
-    }
-    out.push(quote);
-    out
-}
-
-fn python_printable(c: char) -> bool {
-    let cp = u32::from(c);
-    if cp < 0x7f {
-        return cp >= 0x20;
-    }
-    !matches!(
-        cp,
-        0x7f..=0xa0
-            | 0xad
-            | 0x600..=0x605
-            | 0x61c
-            | 0x6dd
-            | 0x70f
-            | 0x890..=0x891
-            | 0x8e2
-            | 0x1680
-            | 0x180e
-            | 0x2000..=0x200f
-            | 0x2028..=0x202f
-            | 0x205f..=0x206f
-            | 0x3000
-            | 0xd800..=0xf8ff
-            | 0xfdd0..=0xfdef
-            | 0xfeff
-            | 0xfff9..=0xfffb
-            | 0x110bd
-            | 0x110cd
-            | 0x13430..=0x1343f
-            | 0x1bca0..=0x1bca3
-            | 0x1d173..=0x1d17a
-            | 0xe0001
-            | 0xe0020..=0xe007f
-            | 0xf0000..=0x10ffff
-    ) && (cp & 0xfffe) != 0xfffe
 }
 
 #[cfg(test)]
@@ -2177,30 +2007,6 @@ mod tests {
             }
             .message(),
             "Filter operation: gt not allowed on column: name"
-        );
-    }
-
-    #[test]
-    fn python_reprs_match_cpython() {
-        assert_eq!(python_float_repr(1e16), "1e+16");
-        assert_eq!(python_float_repr(1e15), "1000000000000000.0");
-        assert_eq!(python_float_repr(0.0001), "0.0001");
-        assert_eq!(python_float_repr(0.00001), "1e-05");
-        assert_eq!(python_float_repr(-1.5e-300), "-1.5e-300");
-        assert_eq!(python_float_repr(-0.0), "-0.0");
-        assert_eq!(python_float_repr(123.456), "123.456");
-        assert_eq!(
-            python_float_repr(1.2345678901234568e22),
-            "1.2345678901234568e+22"
-        );
-        assert_eq!(python_str_repr("a'b\"c"), r#"'a\'b"c'"#);
-        assert_eq!(
-            python_str_repr("tab\there\n\u{1}\u{a0}é\u{200b}"),
-            r"'tab\there\n\x01\xa0é\u200b'"
-        );
-        assert_eq!(
-            python_repr(&json!({"a": [1, 2.0, null, true, "x"]})),
-            "{'a': [1, 2.0, None, True, 'x']}"
         );
     }
 

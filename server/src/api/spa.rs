@@ -134,7 +134,7 @@ fn time_range_query(q: Option<&str>) -> Result<Vec<(String, Option<String>)>, Ap
     let schema = |v: &serde_json::Value, ty: &str| {
         ApiError::bad_request(format!(
             "Not a valid rison schema {} is not of type {ty}",
-            listquery::python_repr(v)
+            liteset_pyrepr::json(v)
         ))
     };
     let items = match &value {

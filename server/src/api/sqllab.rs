@@ -1158,7 +1158,7 @@ impl SqlLabApi {
                     .and_then(|p| p.get("Plan"))
                     .and_then(|p| p.get(k))
                     .and_then(Json_::as_f64)
-                    .map(crate::query::frame::py_float)
+                    .map(liteset_pyrepr::float)
             };
             result.push(CostEstimate {
                 startup: cost("Startup Cost").into(),

@@ -292,40 +292,14 @@ enum Seg {
 
 /// A schema error at `path`.
 fn schema_error(path: &[Seg], message: &str) -> QueryError {
-    let mut text = format!("[{}]", py_str(message));
+    let mut text = format!("[{}]", liteset_pyrepr::str(message));
     for seg in path.iter().rev() {
         text = match seg {
-            Seg::Key(k) => format!("{{{}: {text}}}", py_str(k)),
+            Seg::Key(k) => format!("{{{}: {text}}}", liteset_pyrepr::str(k)),
             Seg::Index(i) => format!("{{{i}: {text}}}"),
         };
     }
     QueryError::Schema(text)
-}
-
-/// Python's `repr` of a string.
-fn py_str(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Walks a JSON value keeping the marshmallow path for error messages.
@@ -857,7 +831,6 @@ mod tests {
             err(json!({"datasource": {"id": 1}, "queries": [{"post_processing": [{"operation": "explode"}]}]}))
                 .starts_with("Request is incorrect: {'queries': {0: {'post_processing': {0: {'operation': ['Must be one of: aggregate,")
         );
-        assert_eq!(py_str("it's"), "\"it's\"");
     }
 
     #[test]

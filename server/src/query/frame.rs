@@ -228,38 +228,13 @@ pub fn cell_json(c: &Cell) -> Json {
     }
 }
 
-/// Python's `repr(float)`: the shortest round-trip digits, exponent outside [1e-4, 1e16).
-pub fn py_float(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf" } else { "-inf" }.into();
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0.0" } else { "0.0" }.into();
-    }
-    let abs = f.abs();
-    if (1e-4..1e16).contains(&abs) {
-        let s = format!("{f}");
-        if s.contains('.') { s } else { format!("{s}.0") }
-    } else {
-        // Rust's `{:e}` gives the shortest digits too: 1e-5 → "1e-5"; Python writes "1e-05".
-        let s = format!("{f:e}");
-        let (mantissa, exp) = s.split_once('e').unwrap_or((&s, "0"));
-        let exp: i32 = exp.parse().unwrap_or(0);
-        let sign = if exp < 0 { '-' } else { '+' };
-        format!("{mantissa}e{sign}{:02}", exp.abs())
-    }
-}
-
 fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
     match c {
         Cell::Null => String::new(),
         Cell::Bool(b) => if *b { "True" } else { "False" }.into(),
         Cell::Int(i) => i.to_string(),
         Cell::Float(f) if f.is_nan() => String::new(),
-        Cell::Float(f) => py_float(*f),
+        Cell::Float(f) => liteset_pyrepr::float(*f),
         Cell::Decimal(d) => d.clone(),
         // Python strings in pandas (Superset's result set stringifies JSON values too); numbers,
         // booleans and dates are not strings there, so `-3` as a number is never escaped.
@@ -437,16 +412,6 @@ mod tests {
             f.csv(&f.colnames),
             "'=h,n,t\n\"'=HYPERLINK(\"\"http://x\"\")\",-3,-3\n'@cmd,-2.50,'-2+3\n"
         );
-    }
-
-    #[test]
-    fn floats_print_like_python() {
-        assert_eq!(py_float(1.0), "1.0");
-        assert_eq!(py_float(0.06519677093844654), "0.06519677093844654");
-        assert_eq!(py_float(1e-5), "1e-05");
-        assert_eq!(py_float(1.5e16), "1.5e+16");
-        assert_eq!(py_float(123456.5), "123456.5");
-        assert_eq!(py_float(-0.25), "-0.25");
     }
 
     #[test]

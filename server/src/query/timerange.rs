@@ -915,36 +915,12 @@ fn syntax_error(src: &str, at: usize, expected: &str) -> TimeRangeError {
         } else {
             word
         };
-        python_repr(&token)
+        // pyparsing: `repr(found).replace(r"\\", "\\")`, so a backslash shows unescaped.
+        liteset_pyrepr::str(&token).replace("\\\\", "\\")
     };
     TimeRangeError::Syntax(format!(
         "{expected}, found {found}  (at char {loc}), (line:{line}, col:{col})"
     ))
-}
-
-/// Python's `repr()` of a short string (pyparsing then turns `\\` back into `\`).
-fn python_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2060,6 +2036,34 @@ mod tests {
         assert_eq!(
             eval(&deep),
             Err("Time expression is nested too deeply".to_string())
+        );
+    }
+
+    /// The `found` token as pyparsing 3 spells it (checked against pyparsing 3.3.2, which
+    /// formats it as `repr(token).replace(r"\\", "\\")`).
+    #[test]
+    fn syntax_errors_show_the_token_like_pyparsing() {
+        let cases = [
+            ("x\\", r"'\'"),
+            ("x\\\\", r"'\'"),
+            ("x'", r#""'""#),
+            ("x\"", r#"'"'"#),
+            ("x\u{1}", r"'\x01'"),
+            ("x\u{7f}", r"'\x7f'"),
+            ("x\u{200b}", r"'\u200b'"),
+            ("x\u{e9}", "'\u{e9}'"),
+            ("xabc", "'abc'"),
+        ];
+        for (src, found) in cases {
+            assert_eq!(
+                syntax_error(src, 1, "Expected ')'").to_string(),
+                format!("Expected ')', found {found}  (at char 1), (line:1, col:2)"),
+                "{src:?}"
+            );
+        }
+        assert_eq!(
+            syntax_error("x", 1, "Expected ')'").to_string(),
+            "Expected ')', found end of text  (at char 1), (line:1, col:2)"
         );
     }
 

@@ -2,11 +2,12 @@
 //! `validate_column_args`, the "append semantics" of `_append_columns`, and numeric views of
 //! columns.
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::PpError;
 use crate::frame::{Frame, Label, Series, Value};
-use crate::ops::args::{Options, get, invalid, py_str};
+use crate::ops::args::{Options, get, invalid};
 
 /// Superset's `validate_column_args`: every name listed under one of `argnames` must be a
 /// column (level 0 of the column labels when they have several levels).
@@ -97,7 +98,7 @@ fn value_text(v: &Value) -> String {
         Value::Null => "None".into(),
         Value::Bool(b) => if *b { "True" } else { "False" }.into(),
         Value::Int(i) => i.to_string(),
-        Value::Float(f) => crate::ops::args::py_float_repr(*f),
+        Value::Float(f) => py::float(*f),
         Value::Str(s) => s.to_string(),
         Value::Ts(t) => t.to_string(),
         Value::List(_) => "[...]".into(),
@@ -199,13 +200,13 @@ pub fn numeric_values(series: &Series, label: &Label, what: &str) -> Result<Vec<
 fn non_numeric(label: &Label, what: &str) -> PpError {
     invalid(format!(
         "{what}: column {} is not numeric",
-        crate::ops::args::py_str_repr(&label_text(label))
+        py::str(&label_text(label))
     ))
 }
 
 /// Python `str()` of an option value, for messages built with f-strings.
 pub fn option_text(options: &Options, key: &str) -> String {
-    options.get(key).map_or_else(|| "None".into(), py_str)
+    options.get(key).map_or_else(|| "None".into(), py::json_str)
 }
 
 /// Rows `start..` of a frame (Python `df[start:]`), index included.

@@ -5,10 +5,8 @@
 //! ("missing 1 required positional argument"). Both checks are reproduced with Python's
 //! wording, and values are rendered with Python's `repr` where Superset's messages embed them.
 
+use liteset_pyrepr as py;
 use serde_json::{Map, Value as Json};
-
-/// Python `repr()`s live in `pystr`; these names keep the call sites reading like Python.
-pub use crate::pystr::{float_repr as py_float_repr, str_repr as py_str_repr};
 
 use crate::error::{ErrorKind, PpError};
 
@@ -99,7 +97,7 @@ pub fn opt_str<'a>(options: &'a Options, key: &str) -> Result<Option<&'a str>, P
         Some(Json::String(s)) => Ok(Some(s)),
         Some(other) => Err(invalid(format!(
             "`{key}` must be a string, not {}",
-            py_repr(other)
+            py::json(other)
         ))),
     }
 }
@@ -112,7 +110,7 @@ pub fn opt_int(options: &Options, key: &str) -> Result<Option<i64>, PpError> {
         Some(Json::Number(n)) if n.as_i64().is_some() => Ok(n.as_i64()),
         Some(other) => Err(invalid(format!(
             "`{key}` must be an integer, not {}",
-            py_repr(other)
+            py::json(other)
         ))),
     }
 }
@@ -132,13 +130,13 @@ pub fn opt_mapping(options: &Options, key: &str) -> Result<Vec<(String, String)>
                 Json::String(s) => Ok((k.clone(), s.clone())),
                 other => Err(invalid(format!(
                     "`{key}` must map column names to column names, not to {}",
-                    py_repr(other)
+                    py::json(other)
                 ))),
             })
             .collect(),
         Some(other) => Err(invalid(format!(
             "`{key}` must be a mapping of column names, not {}",
-            py_repr(other)
+            py::json(other)
         ))),
     }
 }
@@ -153,49 +151,15 @@ pub fn opt_str_list(options: &Options, key: &str) -> Result<Option<Vec<String>>,
                 Json::String(s) => Ok(s.clone()),
                 other => Err(invalid(format!(
                     "`{key}` must be a list of strings, not contain {}",
-                    py_repr(other)
+                    py::json(other)
                 ))),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
         Some(other) => Err(invalid(format!(
             "`{key}` must be a list of strings, not {}",
-            py_repr(other)
+            py::json(other)
         ))),
-    }
-}
-
-/// Python's `repr()` of a JSON value as Python sees it after `json.loads`.
-pub fn py_repr(value: &Json) -> String {
-    match value {
-        Json::Null => "None".into(),
-        Json::Bool(true) => "True".into(),
-        Json::Bool(false) => "False".into(),
-        Json::Number(n) => match (n.as_i64(), n.as_u64()) {
-            (Some(i), _) => i.to_string(),
-            (None, Some(u)) => u.to_string(),
-            _ => py_float_repr(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Json::String(s) => py_str_repr(s),
-        Json::Array(items) => {
-            let inner: Vec<String> = items.iter().map(py_repr).collect();
-            format!("[{}]", inner.join(", "))
-        }
-        Json::Object(map) => {
-            let inner: Vec<String> = map
-                .iter()
-                .map(|(k, v)| format!("{}: {}", py_str_repr(k), py_repr(v)))
-                .collect();
-            format!("{{{}}}", inner.join(", "))
-        }
-    }
-}
-
-/// Python's `str()` of a JSON value: strings as they are, anything else as `repr`.
-pub fn py_str(value: &Json) -> String {
-    match value {
-        Json::String(s) => s.clone(),
-        other => py_repr(other),
     }
 }
 
@@ -203,21 +167,6 @@ pub fn py_str(value: &Json) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
-
-    #[test]
-    fn python_reprs() {
-        assert_eq!(py_float_repr(1.0), "1.0");
-        assert_eq!(py_float_repr(0.25), "0.25");
-        assert_eq!(py_float_repr(1e16), "1e+16");
-        assert_eq!(py_float_repr(123456.5), "123456.5");
-        assert_eq!(py_float_repr(0.0001), "0.0001");
-        assert_eq!(py_float_repr(0.00001), "1e-05");
-        assert_eq!(py_float_repr(-2.5e-7), "-2.5e-07");
-        assert_eq!(
-            py_repr(&json!({"q": 0.5, "x": "it's", "y": [true, null]})),
-            "{'q': 0.5, 'x': \"it's\", 'y': [True, None]}"
-        );
-    }
 
     #[test]
     fn python_argument_errors() {

@@ -5,6 +5,7 @@
 //! (not wrapped in `partial`) for mean and median, so pandas recognises them and uses its own
 //! NaN-skipping group mean/median; `count` is `np.ma.count`, which counts NaN rows too.
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::{PpError, Result};
@@ -13,7 +14,6 @@ use crate::group::group_by;
 use crate::numpy::{QMethod, median, nan_mean, quantile_sorted};
 use crate::ops::aggregate::grouped_frame;
 use crate::ops::{Opts, scalar_to_sequence, validate_column_args};
-use crate::pystr::str_repr;
 
 const STATS: [&str; 8] = [
     "mean", "median", "max", "min", "q1", "q3", "count", "outliers",
@@ -122,7 +122,7 @@ pub fn run(mut frame: Frame, options: &Json) -> Result<Frame> {
     for m in &metrics {
         let p = frame
             .position(m)
-            .ok_or_else(|| PpError::params(str_repr(m)))?;
+            .ok_or_else(|| PpError::params(py::str(m)))?;
         if matches!(frame.columns[p], Series::Object(_)) {
             frame.columns[p] = Series::Float64(frame.columns[p].to_numeric_coerce().to_f64());
         }

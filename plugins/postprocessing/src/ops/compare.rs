@@ -1,12 +1,13 @@
 //! `compare`: differences, percentage changes or ratios between pairs of columns (Superset's
 //! `compare`, used for time comparisons).
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::PpError;
 use crate::frame::{Frame, Series, Value};
 use crate::ops::append::{label_text, level0_is, numeric_values, validate_column_args};
-use crate::ops::args::{Options, Signature, get, invalid, opt_bool, opt_str_list, py_repr};
+use crate::ops::args::{Options, Signature, get, invalid, opt_bool, opt_str_list};
 
 const SIGNATURE: Signature = Signature {
     name: "compare",
@@ -67,7 +68,7 @@ pub fn compare(df: Frame, options: &Options) -> Result<Frame, PpError> {
         Some(other) => {
             return Err(invalid(format!(
                 "`precision` must be an integer, not {}",
-                py_repr(other)
+                py::json(other)
             )));
         }
     };
@@ -192,7 +193,7 @@ fn combine(
                 other => numeric_values(other, &df.labels[p], "compare").map_err(|_| {
                     invalid(format!(
                         "compare needs numeric columns; column {} is not numeric",
-                        crate::ops::args::py_str_repr(&label_text(&df.labels[p]))
+                        py::str(&label_text(&df.labels[p]))
                     ))
                 }),
             },

@@ -1,12 +1,13 @@
 //! `contribution`: each cell as a share of its column total or of its row total (Superset's
 //! `contribution`, behind "percentage" chart options).
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::PpError;
 use crate::frame::{Frame, Label, Series, Value};
 use crate::ops::append::{label_text, validate_column_args};
-use crate::ops::args::{Options, Signature, get, invalid, opt_str_list, py_repr, py_str_repr};
+use crate::ops::args::{Options, Signature, get, invalid, opt_str_list};
 
 const SIGNATURE: Signature = Signature {
     name: "contribution",
@@ -85,7 +86,7 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
             Some(other) => {
                 return Err(invalid(format!(
                     "`contribution_totals` must be a mapping, not {}",
-                    py_repr(other)
+                    py::json(other)
                 )));
             }
         };
@@ -171,7 +172,7 @@ fn values_of(df: &Frame, i: usize) -> Result<Vec<f64>, PpError> {
         |_| {
             invalid(format!(
                 "unsupported operand type(s) for contribution: column {} holds non-numeric values",
-                py_str_repr(&label_text(&df.labels[i]))
+                py::str(&label_text(&df.labels[i]))
             ))
         },
     )

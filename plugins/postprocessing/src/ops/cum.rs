@@ -1,10 +1,12 @@
 //! `cum`: cumulative sum, product, minimum or maximum of selected columns (Superset's `cum`,
 //! pandas' `cumsum`/`cumprod`/`cummin`/`cummax` after `fillna(0)`).
 
+use liteset_pyrepr as py;
+
 use crate::error::PpError;
 use crate::frame::{Frame, Series, Value};
 use crate::ops::append::{append_columns, label_text, select_positions, validate_column_args};
-use crate::ops::args::{Options, Signature, get, invalid, opt_mapping, py_str_repr};
+use crate::ops::args::{Options, Signature, get, invalid, opt_mapping};
 
 const SIGNATURE: Signature = Signature {
     name: "cum",
@@ -54,7 +56,7 @@ pub fn cum(df: Frame, options: &Options) -> Result<Frame, PpError> {
         let series = cumulate(&df.columns[p], op).ok_or_else(|| {
             invalid(format!(
                 "Cumulative operations need numeric columns; column {} is not numeric",
-                py_str_repr(&label_text(&label))
+                py::str(&label_text(&label))
             ))
         })?;
         derived.push((label, series));

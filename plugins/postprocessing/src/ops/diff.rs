@@ -1,12 +1,13 @@
 //! `diff`: row-by-row (or column-by-column) differences of selected columns (Superset's
 //! `diff`, pandas' `DataFrame.diff(periods, axis)`).
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::PpError;
 use crate::frame::{Frame, Label, Series, Value};
 use crate::ops::append::{append_columns, label_text, select_positions, validate_column_args};
-use crate::ops::args::{Options, Signature, get, invalid, opt_mapping, py_str, py_str_repr};
+use crate::ops::args::{Options, Signature, get, invalid, opt_mapping};
 
 const SIGNATURE: Signature = Signature {
     name: "diff",
@@ -37,7 +38,7 @@ pub fn diff(df: Frame, options: &Options) -> Result<Frame, PpError> {
         other => {
             return Err(invalid(format!(
                 "No axis named {} for object type DataFrame",
-                other.map_or("None".into(), py_str)
+                other.map_or("None".into(), py::json_str)
             )));
         }
     };
@@ -91,7 +92,7 @@ fn diff_rows(series: &Series, periods: i64, label: &Label) -> Result<Series, PpE
 fn not_numeric(label: &Label) -> PpError {
     invalid(format!(
         "diff needs numeric columns; column {} is not numeric",
-        py_str_repr(&label_text(label))
+        py::str(&label_text(label))
     ))
 }
 

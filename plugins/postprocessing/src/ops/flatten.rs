@@ -1,13 +1,14 @@
 //! `flatten`: multi-level column labels joined into strings, and the first index level
 //! turned back into a column.
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::{PpError, Result};
 use crate::frame::{Frame, Value};
 use crate::io::escape_separator;
 use crate::ops::Opts;
-use crate::pystr::{py_str, str_repr};
+use crate::pystr::py_str;
 
 /// Superset's `FLAT_COLUMN_SEPARATOR`.
 pub const SEPARATOR: &str = ", ";
@@ -44,7 +45,7 @@ pub fn level_number(names: &[Option<String>], level: &Json) -> Result<usize> {
                 .collect();
             match hits.as_slice() {
                 [i] => Ok(*i),
-                [] => Err(PpError::params(str_repr(&format!("Level {s} not found")))),
+                [] => Err(PpError::params(py::str(&format!("Level {s} not found")))),
                 _ => Err(PpError::params(format!(
                     "The name {s} occurs multiple times, use a level number"
                 ))),
@@ -65,7 +66,7 @@ pub fn level_number(names: &[Option<String>], level: &Json) -> Result<usize> {
                 )),
             }
         }
-        other => Err(PpError::params(str_repr(&format!(
+        other => Err(PpError::params(py::str(&format!(
             "Level {other} not found"
         )))),
     }

@@ -7,10 +7,12 @@
 //! codes and decoded centres agree with Superset's exactly. Decoding returns the centre of
 //! the cell (python-geohash's `decode` adds half a cell to the south-west corner).
 
+use liteset_pyrepr as py;
+
 use crate::error::PpError;
 use crate::frame::{Frame, Label, Series, Value};
 use crate::ops::append::append_columns;
-use crate::ops::args::{Options, Signature, get, invalid, opt_bool, py_repr, py_str_repr};
+use crate::ops::args::{Options, Signature, get, invalid, opt_bool};
 use crate::ops::geodetic::parse_point;
 
 const BASE32: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
@@ -169,7 +171,7 @@ fn name_option<'a>(options: &'a Options, key: &str) -> Result<&'a str, PpError> 
         Some(serde_json::Value::String(s)) => Ok(s),
         other => Err(invalid(format!(
             "`{key}` must be a column name, not {}",
-            other.map_or("None".into(), py_repr)
+            other.map_or("None".into(), py::json)
         ))),
     }
 }
@@ -178,7 +180,7 @@ fn name_option<'a>(options: &'a Options, key: &str) -> Result<&'a str, PpError> 
 fn column<'a>(df: &'a Frame, name: &str) -> Result<&'a Series, PpError> {
     df.position(name)
         .map(|p| &df.columns[p])
-        .ok_or_else(|| invalid(format!("Column {} does not exist", py_str_repr(name))))
+        .ok_or_else(|| invalid(format!("Column {} does not exist", py::str(name))))
 }
 
 fn str_label(name: &str) -> Label {
@@ -281,7 +283,7 @@ pub fn geodetic_parse(df: Frame, options: &Options) -> Result<Frame, PpError> {
         Some(other) if opt_bool(options, "altitude").unwrap_or(false) => {
             return Err(invalid(format!(
                 "`altitude` must be a column name, not {}",
-                py_repr(other)
+                py::json(other)
             )));
         }
         _ => None,

@@ -4,6 +4,7 @@
 //! shares them) and are labelled `f"{lo} - {hi}"` with numpy's float repr. A value falls in
 //! `[lo, hi)`, the last bin also taking its upper edge.
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::{PpError, Result};
@@ -11,7 +12,7 @@ use crate::frame::{Frame, Index, Series};
 use crate::group::group_by;
 use crate::ops::aggregate::grouped_frame;
 use crate::ops::{Opts, scalar_to_sequence};
-use crate::pystr::{float_repr, str_list_repr};
+use crate::pystr::str_list_repr;
 
 /// Upper bound on `bins`: the option is not schema-validated and numpy allocates the edges
 /// up front, so an absurd value must be refused rather than attempted.
@@ -99,7 +100,7 @@ pub fn run(frame: Frame, options: &Json) -> Result<Frame> {
     let edges = bin_edges(&values, bins);
     let labels: Vec<String> = edges
         .windows(2)
-        .map(|w| format!("{} - {}", float_repr(w[0]), float_repr(w[1])))
+        .map(|w| format!("{} - {}", py::float(w[0]), py::float(w[1])))
         .collect();
 
     let key_pos: Vec<usize> = groupby

@@ -5,11 +5,11 @@
 //! keys the Superset function does not take and reports missing required ones with Python's
 //! wording (Superset calls `op(df, **options)`).
 
+use liteset_pyrepr as py;
 use serde_json::{Map, Value as Json};
 
 use crate::error::{PpError, Result};
 use crate::frame::Frame;
-use crate::pystr::str_repr;
 
 pub mod aggregate;
 pub mod append;
@@ -158,13 +158,13 @@ impl<'a> Opts<'a> {
         if let Some(key) = map.keys().find(|k| !params.contains(&k.as_str())) {
             return Err(PpError::params(format!(
                 "{op}() got an unexpected keyword argument {}",
-                str_repr(key)
+                py::str(key)
             )));
         }
         let missing: Vec<String> = required
             .iter()
             .filter(|r| !map.contains_key(**r))
-            .map(|r| str_repr(r))
+            .map(|r| py::str(r))
             .collect();
         if !missing.is_empty() {
             let list = match missing.len() {

@@ -9,12 +9,13 @@
 //! `M` on month-start data gives month-end rows that match no input row), and the upsampling
 //! methods reindex the input on exactly those labels.
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::PpError;
 use crate::frame::{Frame, Index, NAT, Series, Times, Value};
 use crate::ops::append::take_rows;
-use crate::ops::args::{Options, Signature, get, invalid, py_repr};
+use crate::ops::args::{Options, Signature, get, invalid};
 
 const SIGNATURE: Signature = Signature {
     name: "resample",
@@ -68,7 +69,7 @@ pub fn resample(df: Frame, options: &Options) -> Result<Frame, PpError> {
         other => {
             return Err(invalid(format!(
                 "Invalid frequency: {}",
-                other.map_or("None".into(), py_repr)
+                other.map_or("None".into(), py::json)
             )));
         }
     };
@@ -79,7 +80,7 @@ pub fn resample(df: Frame, options: &Options) -> Result<Frame, PpError> {
         Some(other) => {
             return Err(invalid(format!(
                 "fill_value must be a number, not {}",
-                py_repr(other)
+                py::json(other)
             )));
         }
     };
@@ -868,7 +869,7 @@ fn downsample(df: &Frame, ts: &[i64], bins: &Bins, method: &str) -> Result<Vec<S
                 crate::ops::append::numeric_values(c, label, "resample").map_err(|_| {
                     invalid(format!(
                         "Cannot resample with {method}: column {} is not numeric",
-                        crate::ops::args::py_str_repr(&crate::ops::append::label_text(label))
+                        py::str(&crate::ops::append::label_text(label))
                     ))
                 })?;
             Ok(Series::Float64(

@@ -6,6 +6,7 @@
 //! window whose values are all equal gets an exact result, so outputs agree with pandas to the
 //! last bits in the common cases.
 
+use liteset_pyrepr as py;
 use serde_json::Value as Json;
 
 use crate::error::PpError;
@@ -13,9 +14,7 @@ use crate::frame::{Frame, Series};
 use crate::ops::append::{
     append_columns, label_text, numeric_values, select_positions, slice_rows, validate_column_args,
 };
-use crate::ops::args::{
-    Options, Signature, get, invalid, opt_mapping, py_repr, py_str, unsupported,
-};
+use crate::ops::args::{Options, Signature, get, invalid, opt_mapping, unsupported};
 
 const SIGNATURE: Signature = Signature {
     name: "rolling",
@@ -80,7 +79,7 @@ pub fn rolling(df: Frame, options: &Options) -> Result<Frame, PpError> {
         Some(other) => {
             return Err(invalid(format!(
                 "`rolling_type_options` must be a mapping, not {}",
-                py_repr(other)
+                py::json(other)
             )));
         }
     };
@@ -136,7 +135,12 @@ pub fn rolling(df: Frame, options: &Options) -> Result<Frame, PpError> {
     let rolling_type = options.get("rolling_type").cloned().unwrap_or(Json::Null);
     let type_name = match &rolling_type {
         Json::String(s) if ROLLING_TYPES.contains(&s.as_str()) => s.as_str(),
-        other => return Err(invalid(format!("Invalid rolling_type: {}", py_str(other)))),
+        other => {
+            return Err(invalid(format!(
+                "Invalid rolling_type: {}",
+                py::json_str(other)
+            )));
+        }
     };
     let kind = parse_kind(type_name, &type_options)?;
 
@@ -154,7 +158,7 @@ pub fn rolling(df: Frame, options: &Options) -> Result<Frame, PpError> {
                 |_| {
                     invalid(format!(
                         "Cannot aggregate non-numeric type: column {} is not numeric",
-                        crate::ops::args::py_str_repr(&label_text(&label))
+                        py::str(&label_text(&label))
                     ))
                 },
             )?
@@ -175,7 +179,7 @@ fn parse_kind(name: &str, opts: &serde_json::Map<String, Json>) -> Result<Kind, 
     let bad = || {
         invalid(format!(
             "Invalid options for {name}: {}",
-            py_repr(&Json::Object(opts.clone()))
+            py::json(&Json::Object(opts.clone()))
         ))
     };
     let allowed: &[&str] = match name {
@@ -193,7 +197,7 @@ fn parse_kind(name: &str, opts: &serde_json::Map<String, Json>) -> Result<Kind, 
     {
         return Err(unsupported(format!(
             "Rolling engine {} is not supported",
-            py_repr(engine)
+            py::json(engine)
         )));
     }
     let ddof = match opts.get("ddof") {
@@ -203,7 +207,7 @@ fn parse_kind(name: &str, opts: &serde_json::Map<String, Json>) -> Result<Kind, 
             None => {
                 return Err(invalid(format!(
                     "ddof must be an integer, not {}",
-                    py_repr(d)
+                    py::json(d)
                 )));
             }
         },
@@ -225,13 +229,13 @@ fn parse_kind(name: &str, opts: &serde_json::Map<String, Json>) -> Result<Kind, 
                 (Some(_), Some(_)) | (None, None) => return Err(bad()),
                 (Some(q), None) | (None, Some(q)) => q,
             };
-            let q = q
-                .as_f64()
-                .ok_or_else(|| invalid(format!("quantile must be a number, not {}", py_repr(q))))?;
+            let q = q.as_f64().ok_or_else(|| {
+                invalid(format!("quantile must be a number, not {}", py::json(q)))
+            })?;
             if !(0.0..=1.0).contains(&q) {
                 return Err(invalid(format!(
                     "quantile value {} not in [0, 1]",
-                    crate::ops::args::py_float_repr(q)
+                    py::float(q)
                 )));
             }
             let interpolation = match opts.get("interpolation").and_then(Json::as_str) {
@@ -244,7 +248,7 @@ fn parse_kind(name: &str, opts: &serde_json::Map<String, Json>) -> Result<Kind, 
                 _ => {
                     return Err(invalid(format!(
                         "Interpolation {} is not supported",
-                        opts.get("interpolation").map_or("None".into(), py_repr)
+                        opts.get("interpolation").map_or("None".into(), py::json)
                     )));
                 }
             };
