@@ -244,15 +244,14 @@ def main() -> int:
         shown = dataset_get.sync_detailed(str(saved.id), client=state["api"])
         LAST_RESPONSE["r"] = shown
         check(int(shown.status_code) == 200, f"GET dataset/{saved.id}: {shown.status_code}")
-        # TODO(document): DatasetShowItem is a bare `{"type": "object"}`, so the generated
-        # model has no typed fields and the whole record lands in additional_properties.
-        result = shown.parsed.result.additional_properties
-        columns = sorted(c["column_name"] for c in result["columns"])
+        result = shown.parsed.result
+        columns = sorted(c.column_name for c in result.columns)
         check(
             columns == ["amount", "id", "region", "sold_at"],
             f"columns read from the table: {columns}",
         )
-        check(result["database"]["id"] == state["database_id"], f"{result['database']!r}")
+        check(result.table_name == "sales", f"table_name {result.table_name!r}")
+        check(result.database.id == state["database_id"], f"{result.database!r}")
         return f"id {saved.id}, public.sales with columns {columns}"
 
     def create_chart() -> str:
