@@ -6,12 +6,15 @@
 //! Domain types never derive poem-openapi traits: each resource module has its own wire types.
 
 mod assets;
+mod bundles;
 pub(crate) mod chart;
 mod chart_data;
 mod dashboard;
 mod dashboard_page;
 pub(crate) mod database;
+mod database_wire;
 pub(crate) mod dataset;
+mod datasource;
 pub mod error;
 mod explore;
 pub mod extract;
@@ -27,6 +30,7 @@ mod render;
 pub mod resource;
 mod saved_query;
 mod security;
+mod session;
 pub mod shell;
 mod spa;
 mod sqllab;

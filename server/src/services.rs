@@ -10,11 +10,14 @@
 
 pub mod chart;
 pub mod chart_data;
+pub mod dashboard;
 pub mod render;
+pub mod sqllab;
 
 use crate::auth;
 use crate::plugins::PluginError;
 use crate::query::QueryError;
+use crate::query::sqllab::SqlLabError;
 use crate::render::RenderError;
 use crate::store;
 
@@ -49,6 +52,12 @@ pub enum Error {
     /// A stored database's connection could not be made ready (its URI or sealed password).
     #[error(transparent)]
     Connection(#[from] crate::connections::Error),
+    /// SQL Lab refused or failed a request (access, planning, execution, results).
+    #[error(transparent)]
+    SqlLab(#[from] SqlLabError),
+    /// The dashboard exists, but the caller may not open it.
+    #[error("You don't have access to this dashboard.")]
+    DashboardForbidden,
 }
 
 impl Error {

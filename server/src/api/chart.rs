@@ -9,7 +9,7 @@ use poem_openapi::payload::Json;
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
-use super::assets::{self, ImportForm, ZipFile};
+use super::bundles::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, Spec, body, common_computed};
@@ -404,15 +404,15 @@ impl ChartApi {
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
         let scope = catalog::chart_scope(&user.grants());
-        let ids = assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
-        assets::export(&self.state, Kind::Chart, &ids, token.0).await
+        let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
+        bundles::export(&self.state, Kind::Chart, &ids, token.0).await
     }
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "chart_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, &auth, Kind::Chart, user, form).await
+        bundles::import(&self.state, &auth, Kind::Chart, user, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.

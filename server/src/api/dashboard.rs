@@ -11,7 +11,7 @@ use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
-use super::assets::{self, ImportForm, ZipFile};
+use super::bundles::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
@@ -22,6 +22,7 @@ use super::wire::{
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
+use crate::services;
 use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, CHART, DASHBOARD};
@@ -233,44 +234,10 @@ pub struct DashboardApi {
     pub(super) state: Arc<AppState>,
 }
 
-fn forbidden() -> ApiError {
-    ApiError::sip40(
-        StatusCode::FORBIDDEN,
-        "DASHBOARD_SECURITY_ACCESS_ERROR",
-        "You don't have access to this dashboard.",
-        json!({}),
-    )
-}
-
 impl DashboardApi {
     /// A dashboard by id or slug: 404 when missing, 403 when not accessible.
-    pub(super) async fn resolve(&self, key: &str, user: &CurrentUser) -> Result<i64, ApiError> {
-        let by_id = match key.parse::<i64>() {
-            Ok(id)
-                if self
-                    .state
-                    .store
-                    .matches(&DASHBOARD, id, &Pred::all())
-                    .await? =>
-            {
-                Some(id)
-            }
-            _ => None,
-        };
-        let id = match by_id {
-            Some(id) => id,
-            None => self
-                .state
-                .store
-                .find_id(&DASHBOARD, "slug", Value::Text(key.into()))
-                .await?
-                .ok_or_else(ApiError::not_found)?,
-        };
-        // Superset's `get_by_id_or_slug` applies the list's access filter: a dashboard without
-        // charts (or a draft) is its owners' (and admins') until it is published with data the
-        // caller can read.
-        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
-        resource::in_reach(&self.state, &DASHBOARD, id, &scope, forbidden).await
+    async fn resolve(&self, key: &str, user: &CurrentUser) -> Result<i64, ApiError> {
+        Ok(services::dashboard::resolve(&self.state, key, user).await?)
     }
 
     async fn check_slug(
@@ -353,15 +320,15 @@ impl DashboardApi {
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
         let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
-        let ids = assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
-        assets::export(&self.state, Kind::Dashboard, &ids, token.0).await
+        let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
+        bundles::export(&self.state, Kind::Dashboard, &ids, token.0).await
     }
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "dashboard_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, &auth, Kind::Dashboard, user, form).await
+        bundles::import(&self.state, &auth, Kind::Dashboard, user, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.
@@ -580,7 +547,7 @@ impl DashboardApi {
         let ds = reachable;
         let mut result = Vec::new();
         for d in ds {
-            if let Ok(data) = super::dataset::dataset_data(&self.state, d).await {
+            if let Ok(data) = super::datasource::dataset_data(&self.state, d).await {
                 result.push(Any(data));
             }
         }

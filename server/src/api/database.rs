@@ -13,10 +13,11 @@ use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
-use super::assets::{self, ImportForm, ZipFile};
-use super::error::ApiError;
+use super::bundles::{self, ImportForm, ZipFile};
+use super::database_wire::{computed, masked_uri};
+use super::error::{ApiError, engine_error};
 use super::extract::{Auth, JsonBody};
-use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
+use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body};
 use super::wire::{
     Body, Columns, Created, DistinctResponse, IdResult, InfoResponse, List, Message, Nullable, Obj,
     PostBody, PutBody, RelatedObjects, RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
@@ -158,94 +159,6 @@ crate::wire_resource!(Database, SPEC);
 fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred, ApiError> {
     let on = !matches!(f.value, Json_::Bool(false));
     Ok(catalog::database_allows_file_upload(on))
-}
-
-fn extra_json(rec: &Record) -> Json_ {
-    rec.get::<String>("extra")
-        .and_then(|e| serde_json::from_str::<Json_>(&e).ok())
-        .filter(Json_::is_object)
-        .unwrap_or_else(|| json!({}))
-}
-
-fn backend(rec: &Record) -> &'static str {
-    ConnectionUri::parse(&rec.text("sqlalchemy_uri")).map_or("", |u| u.engine.backend())
-}
-
-pub(super) fn computed(rec: &Record, col: &str) -> Option<Json_> {
-    let extra = || extra_json(rec);
-    Some(match col {
-        "backend" => json!(backend(rec)),
-        "driver" => json!(match backend(rec) {
-            "postgresql" => "psycopg2",
-            "sqlite" => "pysqlite",
-            _ => "",
-        }),
-        "allows_cost_estimate" => json!(
-            extra()
-                .get("cost_estimate_enabled")
-                .and_then(Json_::as_bool)
-                .unwrap_or(false)
-        ),
-        "allows_subquery" => json!(true),
-        "allows_virtual_table_explore" => json!(
-            extra()
-                .get("allows_virtual_table_explore")
-                .and_then(Json_::as_bool)
-                .unwrap_or(true)
-        ),
-        "disable_data_preview" => json!(
-            extra()
-                .get("disable_data_preview")
-                .and_then(Json_::as_bool)
-                .unwrap_or(false)
-        ),
-        "disable_drill_to_detail" => json!(
-            extra()
-                .get("disable_drill_to_detail")
-                .and_then(Json_::as_bool)
-                .unwrap_or(false)
-        ),
-        "allow_multi_catalog" => json!(
-            extra()
-                .get("allow_multi_catalog")
-                .and_then(Json_::as_bool)
-                .unwrap_or(false)
-        ),
-        "explore_database_id" => json!(rec.id),
-        "configuration_method" => json!("sqlalchemy_form"),
-        "engine_information" => json!({
-            "supports_file_upload": true,
-            "disable_ssh_tunneling": true,
-            "supports_dynamic_catalog": false,
-            "supports_oauth2": false,
-        }),
-        "sqlalchemy_uri" => json!(masked_uri(rec)),
-        _ => return common_computed(rec, col),
-    })
-}
-
-/// The stored URI with the mask standing in for a password, if the database has one.
-fn masked_uri(rec: &Record) -> String {
-    let stored = rec.text("sqlalchemy_uri");
-    match ConnectionUri::parse(&stored) {
-        Ok(mut u) => {
-            if rec.flag("has_password") {
-                u.password = Some(PASSWORD_MASK.into());
-            }
-            u.masked()
-        }
-        Err(_) => stored,
-    }
-}
-
-/// Superset's SIP-40 body for a failed connection.
-pub fn engine_error(status: StatusCode, engine: crate::uri::Engine, e: &EngineError) -> ApiError {
-    ApiError::sip40(
-        status,
-        e.error_type(),
-        e.message(),
-        json!({"engine_name": crate::engines::engine_name(engine), "invalid": e.invalid()}),
-    )
 }
 
 /// Superset's `sqlalchemy_uri_validator`: a URI the connection guard refuses is a field
@@ -529,15 +442,15 @@ impl DatabaseApi {
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
         let scope = catalog::database_scope(&user.grants());
-        let ids = assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
-        assets::export(&self.state, Kind::Database, &ids, token.0).await
+        let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
+        bundles::export(&self.state, Kind::Database, &ids, token.0).await
     }
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "database_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, &auth, Kind::Database, user, form).await
+        bundles::import(&self.state, &auth, Kind::Database, user, form).await
     }
 
     /// List database connections.

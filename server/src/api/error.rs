@@ -272,6 +272,20 @@ impl ApiError {
     }
 }
 
+/// Superset's SIP-40 body for a failed connection.
+pub fn engine_error(
+    status: StatusCode,
+    engine: crate::uri::Engine,
+    e: &crate::engines::EngineError,
+) -> ApiError {
+    ApiError::sip40(
+        status,
+        e.error_type(),
+        e.message(),
+        json!({"engine_name": crate::engines::engine_name(engine), "invalid": e.invalid()}),
+    )
+}
+
 impl From<crate::query::QueryError> for ApiError {
     fn from(e: crate::query::QueryError) -> Self {
         use crate::engines::EngineError;
@@ -447,6 +461,15 @@ impl From<crate::query::sqllab::SqlLabError> for ApiError {
             S::ResultsExpired => sip40(StatusCode::GONE, "RESULTS_BACKEND_ERROR"),
             S::Internal(cause) => ApiError::internal(&cause),
         }
+    }
+}
+
+/// The SIP-40 `errors` list of a SQL Lab failure, as a failed run records it in its row's
+/// `extra_json` (the entries of the body the failure answers with; `[]` for the other bodies).
+pub fn sqllab_errors(e: &crate::query::sqllab::SqlLabError) -> Value {
+    match ApiError::from(e.clone()).body {
+        ErrorBody::Errors(list) => serde_json::to_value(list).unwrap_or_else(|_| json!([])),
+        _ => json!([]),
     }
 }
 
@@ -707,6 +730,13 @@ impl From<crate::services::Error> for ApiError {
             E::EmptyQuery | E::NoQueryContext => ApiError::bad_request(text),
             E::Internal(cause) => ApiError::internal(&cause),
             E::Connection(e) => e.into(),
+            E::SqlLab(e) => e.into(),
+            E::DashboardForbidden => ApiError::sip40(
+                StatusCode::FORBIDDEN,
+                "DASHBOARD_SECURITY_ACCESS_ERROR",
+                text,
+                json!({}),
+            ),
         }
     }
 }

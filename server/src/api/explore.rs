@@ -426,7 +426,7 @@ impl ExploreApi {
                 let scope = catalog::dataset_scope(&user.grants());
                 match self.state.store.reach(&DATASET, id, &scope).await? {
                     None => None,
-                    Some(true) => Some(super::dataset::dataset_data(&self.state, id).await?),
+                    Some(true) => Some(super::datasource::dataset_data(&self.state, id).await?),
                     Some(false) => {
                         tracing::info!(
                             message = "Explore of an inaccessible dataset refused.",
@@ -701,7 +701,7 @@ impl ExploreApi {
             Some(Json_::Null) => return Err(tc::field_error("formData", "Field may not be null.")),
             Some(_) => return Err(tc::field_error("formData", "Not a valid mapping type.")),
         };
-        check_url_params(state)?;
+        tc::check_url_params(state)?;
         let datasource = form_data
             .get("datasource")
             .and_then(Json_::as_str)
@@ -779,22 +779,5 @@ impl ExploreApi {
             datasource: value["datasource"].as_str().unwrap_or_default().to_owned(),
             state: Any(value["state"].clone()),
         }))
-    }
-}
-
-/// `urlParams`: a list of `[key, value]` string pairs (either may be null).
-pub(super) fn check_url_params(state: &Json_) -> Result<(), ApiError> {
-    match state.get("urlParams") {
-        None | Some(Json_::Null) => Ok(()),
-        Some(Json_::Array(items))
-            if items.iter().all(|p| {
-                p.as_array().is_some_and(|pair| {
-                    pair.len() == 2 && pair.iter().all(|v| v.is_string() || v.is_null())
-                })
-            }) =>
-        {
-            Ok(())
-        }
-        Some(_) => Err(tc::field_error("urlParams", "Not a valid list.")),
     }
 }

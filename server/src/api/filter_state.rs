@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
@@ -12,7 +11,6 @@ use poem_openapi::{Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
-use super::dashboard::DashboardApi;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::resource;
@@ -22,8 +20,9 @@ use super::wire::{
     TemporaryCacheValue,
 };
 use crate::auth::CurrentUser;
+use crate::services;
 use crate::state::AppState;
-use crate::store::catalog::DASHBOARD;
+use crate::store::{self, catalog::DASHBOARD};
 
 /// The dashboard state endpoints.
 pub struct FilterStateApi {
@@ -35,14 +34,11 @@ const VIEW: &str = "DashboardFilterStateRestApi";
 impl FilterStateApi {
     /// The dashboard's id, in the temporary cache's wording when it is missing or unreadable.
     async fn dashboard(&self, pk: &str, user: &CurrentUser) -> Result<i64, ApiError> {
-        let dashboards = DashboardApi {
-            state: self.state.clone(),
-        };
-        match dashboards.resolve(pk, user).await {
+        match services::dashboard::resolve(&self.state, pk, user).await {
             Ok(id) => Ok(id),
-            Err(e) if e.status == StatusCode::NOT_FOUND => Err(tc::resource_not_found()),
-            Err(e) if e.status == StatusCode::FORBIDDEN => Err(tc::access_denied()),
-            Err(e) => Err(e),
+            Err(services::Error::Store(store::Error::NotFound)) => Err(tc::resource_not_found()),
+            Err(services::Error::DashboardForbidden) => Err(tc::access_denied()),
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -232,10 +228,7 @@ impl FilterStateApi {
             resource::authorized(&self.state, &auth, "can_write", "DashboardPermalinkRestApi")
                 .await?;
         let state = permalink_state(&body.0.value)?;
-        let dashboards = DashboardApi {
-            state: self.state.clone(),
-        };
-        let id = dashboards.resolve(&pk.0, &user).await?;
+        let id = services::dashboard::resolve(&self.state, &pk.0, &user).await?;
         let uuid = self
             .state
             .store
@@ -287,10 +280,7 @@ impl FilterStateApi {
             dashboard_id: value["dashboardId"].as_str().unwrap_or_default().to_owned(),
             state: Any(value["state"].clone()),
         };
-        let dashboards = DashboardApi {
-            state: self.state.clone(),
-        };
-        dashboards.resolve(&entry.resource, &user).await?;
+        services::dashboard::resolve(&self.state, &entry.resource, &user).await?;
         Ok(Json(value))
     }
 }
@@ -334,7 +324,7 @@ fn permalink_state(body: &Json_) -> Result<Json_, ApiError> {
                 v.is_null() || v.as_array().is_some_and(|a| a.iter().all(Json_::is_string))
             }
             "anchor" => v.is_string() || v.is_null(),
-            "urlParams" => super::explore::check_url_params(body).is_ok(),
+            "urlParams" => tc::check_url_params(body).is_ok(),
             _ => return Err(tc::field_error(k, "Unknown field.")),
         };
         if !ok {

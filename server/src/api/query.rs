@@ -15,13 +15,13 @@ use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::listquery;
 use super::resource::{self, Spec};
-use super::sqllab::{self, query_scope, sees_all_queries};
 use super::wire::{
     DistinctResponse, InfoResponse, List, QueryDict, RelatedResponse, Reply, ResultOf, ResultOk,
     Show, Wire,
 };
 use crate::auth::CurrentUser;
 use crate::query::sqlcheck::{self, SqlDialect};
+use crate::services::sqllab::{self, query_scope};
 use crate::state::AppState;
 use crate::store::catalog::{self, QUERY};
 use crate::store::model::{Order, Page, Pred, Record};
@@ -247,30 +247,7 @@ impl QueryApi {
     #[oai(path = "/stop", method = "post", operation_id = "query_stop")]
     async fn stop(&self, auth: Auth, body: JsonBody<StopBody>) -> Result<Json<ResultOk>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let client_id = body.0.client_id;
-        if client_id.contains('\0') || client_id.chars().count() > 64 {
-            return Err(ApiError::not_found());
-        }
-        let Some(id) = sqllab::query_by_client_id(&self.state, &client_id).await? else {
-            tracing::info!(message = "Stop of an unknown query refused.");
-            return Err(ApiError::not_found());
-        };
-        let rec = self.state.store.load_one(&QUERY, id, &[]).await?;
-        // Someone else's query is not there as far as this user can tell.
-        if rec.get::<i64>("user_id") != Some(user.user.id) && !sees_all_queries(&user) {
-            tracing::info!(
-                message = "Stop of another user's query refused.",
-                query_id = id,
-                user_id = user.user.id
-            );
-            return Err(ApiError::not_found());
-        }
-        if sqllab::is_final(&rec.text("status")) {
-            return Ok(Json(ResultOk {
-                result: "OK".into(),
-            }));
-        }
-        sqllab::stop_query(&self.state, &client_id, id).await?;
+        sqllab::stop(&self.state, &user, &body.0.client_id).await?;
         Ok(Json(ResultOk {
             result: "OK".into(),
         }))

@@ -191,10 +191,7 @@ impl RenderApi {
             )));
         }
         let user = resource::authorized(&self.state, &auth, "can_read", "Dashboard").await?;
-        let api = super::dashboard::DashboardApi {
-            state: self.state.clone(),
-        };
-        let id = api.resolve(&key.0, &user).await?;
+        let id = crate::services::dashboard::resolve(&self.state, &key.0, &user).await?;
         let dash = self
             .state
             .store

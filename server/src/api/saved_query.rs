@@ -11,7 +11,7 @@ use poem_openapi::payload::Json;
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
-use super::assets::{self, ImportForm, ZipFile};
+use super::bundles::{self, ImportForm, ZipFile};
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
 use super::listquery;
@@ -412,15 +412,15 @@ impl SavedQueryApi {
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
         let ids =
-            assets::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope(&user)).await?;
-        assets::export(&self.state, Kind::SavedQuery, &ids, token.0).await
+            bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope(&user)).await?;
+        bundles::export(&self.state, Kind::SavedQuery, &ids, token.0).await
     }
 
     /// Import a bundle (multipart `formData`, `overwrite`, `passwords`).
     #[oai(path = "/import", method = "post", operation_id = "saved_query_import")]
     async fn import(&self, auth: Auth, form: ImportForm) -> Result<Json<Message>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
-        assets::import(&self.state, &auth, Kind::SavedQuery, user, form).await
+        bundles::import(&self.state, &auth, Kind::SavedQuery, user, form).await
     }
 
     /// Which of `?q=!(ids)` are the user's favourites.

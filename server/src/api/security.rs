@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use super::Tags;
 use super::error::ApiError;
 use super::extract::{Auth, JsonBody};
-use crate::auth::SessionData;
+use super::session::{session_cookie, session_with_csrf};
 use crate::state::AppState;
 
 /// Login request, as FAB's `SecurityApi.login` takes it.
@@ -75,33 +75,6 @@ fn truthy(v: &Value) -> bool {
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
     }
-}
-
-/// The `Set-Cookie` value for a session.
-pub fn session_cookie(state: &AppState, data: &SessionData) -> String {
-    let secure = if state.config.auth.secure_cookies {
-        "; Secure"
-    } else {
-        ""
-    };
-    format!(
-        "session={}; HttpOnly; Path=/; SameSite=Lax; Max-Age={}{secure}",
-        state.auth.sessions().encode_session(data),
-        state.auth.sessions().session_ttl_secs()
-    )
-}
-
-/// The session with a CSRF secret: the caller's, or a new one.
-pub fn session_with_csrf(existing: Option<SessionData>) -> SessionData {
-    let mut s = existing.unwrap_or_else(|| SessionData {
-        uid: None,
-        csrf: None,
-        iat: chrono::Utc::now().timestamp(),
-    });
-    if s.csrf.is_none() {
-        s.csrf = Some(crate::auth::SessionKeys::new_csrf_secret());
-    }
-    s
 }
 
 /// The security endpoints.

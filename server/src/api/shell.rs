@@ -392,12 +392,12 @@ pub async fn bootstrap(state: &AppState, principal: &Principal) -> Result<Value,
 fn csrf_for(state: &AppState, req: &Request) -> (String, Option<String>) {
     let current = extract::session(req, state);
     let had_secret = current.as_ref().is_some_and(|s| s.csrf.is_some());
-    let session = super::security::session_with_csrf(current);
+    let session = super::session::session_with_csrf(current);
     let token = state
         .auth
         .sessions()
         .csrf_token(session.csrf.as_deref().unwrap_or_default());
-    let cookie = (!had_secret).then(|| super::security::session_cookie(state, &session));
+    let cookie = (!had_secret).then(|| super::session::session_cookie(state, &session));
     (token, cookie)
 }
 

@@ -243,6 +243,24 @@ pub fn external_url(req: &poem::Request, path: &str) -> String {
     }
 }
 
+/// `urlParams` of a permalink's state (explore's and a dashboard's): a list of `[key, value]`
+/// string pairs (either may be null).
+pub fn check_url_params(state: &Json_) -> Result<(), ApiError> {
+    match state.get("urlParams") {
+        None | Some(Json_::Null) => Ok(()),
+        Some(Json_::Array(items))
+            if items.iter().all(|p| {
+                p.as_array().is_some_and(|pair| {
+                    pair.len() == 2 && pair.iter().all(|v| v.is_string() || v.is_null())
+                })
+            }) =>
+        {
+            Ok(())
+        }
+        Some(_) => Err(field_error("urlParams", "Not a valid list.")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,7 +14,7 @@ use super::dashboard_page::url_escape;
 use super::error::ApiError;
 use super::extract::{self, Auth};
 use super::redirect::safe_next;
-use super::security::{session_cookie, session_with_csrf};
+use super::session::{session_cookie, session_with_csrf};
 use super::shell::{self, escape_html as escape};
 use crate::auth::{self, Principal, SessionData};
 use crate::state::AppState;

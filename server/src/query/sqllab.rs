@@ -11,7 +11,8 @@
 //!   database) and the results store for `GET /sqllab/results/` and CSV export, bounded by
 //!   bytes and lifetime.
 //!
-//! The api layer (`api/sqllab.rs`) records every run in the `query` table and renders payloads.
+//! The services layer (`services/sqllab.rs`) records every run in the `query` table and runs it
+//! as a task; the api layer (`api/sqllab.rs`) renders payloads.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
