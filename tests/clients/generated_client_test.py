@@ -158,6 +158,17 @@ def is_str(value: Any) -> bool:
     return isinstance(value, str) and value is not UNSET
 
 
+def first_page(endpoint: Any, client: Any, model: type, name: str) -> Any:
+    """A list endpoint's first 100 records, typed as `model`, with a positive integer count
+    and `name` a string on every item."""
+    listed = expect(endpoint.sync_detailed(client=client, q="(page_size:100)"), 200, model)
+    check(isinstance(listed.count, int) and listed.count > 0, f"count {listed.count!r}")
+    for item in listed.result:
+        value = getattr(item, name)
+        check(is_str(value), f"{name} {value!r}")
+    return listed
+
+
 def main() -> int:
     base = os.environ["LITESET_URL"]
     user = os.environ["LITESET_USER"]
@@ -297,13 +308,9 @@ def main() -> int:
         return f"id {saved.id}, {title!r}"
 
     def list_charts() -> str:
-        listed = expect(
-            chart_list.sync_detailed(client=state["api"], q="(page_size:100)"), 200, ChartList
-        )
-        check(isinstance(listed.count, int) and listed.count > 0, f"count {listed.count!r}")
+        listed = first_page(chart_list, state["api"], ChartList, "slice_name")
         check(len(listed.result) == min(listed.count, 100), f"{len(listed.result)} items")
         for item in listed.result:
-            check(is_str(item.slice_name), f"slice_name {item.slice_name!r}")
             check(isinstance(item.id, int), f"id {item.id!r}")
         names = {item.slice_name: item for item in listed.result}
         check(state["chart_name"] in names, f"{state['chart_name']} not in {sorted(names)}")
@@ -318,14 +325,7 @@ def main() -> int:
         return f"count {listed.count}, ours: id {ours.id}"
 
     def list_dashboards() -> str:
-        listed = expect(
-            dashboard_list.sync_detailed(client=state["api"], q="(page_size:100)"),
-            200,
-            DashboardList,
-        )
-        check(isinstance(listed.count, int) and listed.count > 0, f"count {listed.count!r}")
-        for item in listed.result:
-            check(is_str(item.dashboard_title), f"dashboard_title {item.dashboard_title!r}")
+        listed = first_page(dashboard_list, state["api"], DashboardList, "dashboard_title")
         titles = {item.dashboard_title: item for item in listed.result}
         check(f"genclient dashboard {suffix}" in titles, f"ours not in {sorted(titles)}")
         if expect_examples:
@@ -334,12 +334,7 @@ def main() -> int:
         return f"count {listed.count}: {sorted(titles)}"
 
     def list_datasets() -> str:
-        listed = expect(
-            dataset_list.sync_detailed(client=state["api"], q="(page_size:100)"), 200, DatasetList
-        )
-        check(isinstance(listed.count, int) and listed.count > 0, f"count {listed.count!r}")
-        for item in listed.result:
-            check(is_str(item.table_name), f"table_name {item.table_name!r}")
+        listed = first_page(dataset_list, state["api"], DatasetList, "table_name")
         ours = [i for i in listed.result if i.id == state["dataset_id"]]
         check(len(ours) == 1, f"dataset {state['dataset_id']} not listed")
         check(ours[0].table_name == "sales", f"table_name {ours[0].table_name!r}")
@@ -353,14 +348,8 @@ def main() -> int:
         return f"count {listed.count}: {sorted(i.table_name for i in listed.result)}"
 
     def list_databases() -> str:
-        listed = expect(
-            database_list.sync_detailed(client=state["api"], q="(page_size:100)"),
-            200,
-            DatabaseList,
-        )
-        check(isinstance(listed.count, int) and listed.count > 0, f"count {listed.count!r}")
+        listed = first_page(database_list, state["api"], DatabaseList, "database_name")
         for item in listed.result:
-            check(is_str(item.database_name), f"database_name {item.database_name!r}")
             check(is_str(item.backend), f"backend {item.backend!r}")
         names = {i.database_name: i for i in listed.result}
         check(state["database_name"] in names, f"ours not in {sorted(names)}")

@@ -310,6 +310,25 @@ both_backends! {
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         let (s, body) = api.post("/api/v1/dashboard/", json!({"owners": [999999]})).await;
         assert_eq!((s, body), (StatusCode::UNPROCESSABLE_ENTITY, json!({"message": {"owners": ["Owners are invalid"]}})));
+        // `null` for a field whose column cannot hold it is marshmallow's 400, never a 500 from
+        // the store: on create and on update, for booleans, uuids and integers of every
+        // resource, and next to valid fields.
+        let may_not_be_null = |field: &str| json!({"message": {field: ["Field may not be null."]}});
+        for (method, path, body, field) in [
+            ("POST", "/api/v1/dashboard/".to_owned(), json!({"dashboard_title": "n", "published": null}), "published"),
+            ("POST", "/api/v1/dashboard/".to_owned(), json!({"uuid": null}), "uuid"),
+            ("PUT", format!("/api/v1/dashboard/{d_id}"), json!({"is_managed_externally": null}), "is_managed_externally"),
+            ("PUT", format!("/api/v1/chart/{ch_id}"), json!({"slice_name": "ok", "uuid": null}), "uuid"),
+            ("PUT", format!("/api/v1/database/{db_id}"), json!({"allow_cvas": null}), "allow_cvas"),
+            ("PUT", format!("/api/v1/database/{db_id}"), json!({"database_name": "analytics", "expose_in_sqllab": null}), "expose_in_sqllab"),
+            ("PUT", format!("/api/v1/dataset/{ds_id}"), json!({"offset": null}), "offset"),
+            ("PUT", format!("/api/v1/dataset/{ds_id}"), json!({"filter_select_enabled": null}), "filter_select_enabled"),
+        ] {
+            let (s, r) = if method == "POST" { api.post(&path, body.clone()).await } else { api.put(&path, body.clone()).await };
+            assert_eq!((s, r), (StatusCode::BAD_REQUEST, may_not_be_null(field)), "{method} {path} {body}");
+        }
+        let (_, db_after) = api.get(&format!("/api/v1/database/{db_id}")).await;
+        assert_eq!(db_after["result"]["expose_in_sqllab"], true, "a refused update changed nothing");
 
         // _info for every resource.
         for res in ["chart", "dashboard", "dataset", "database"] {

@@ -20,7 +20,7 @@ use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body};
 use super::wire::{
     Body, Columns, Created, DistinctResponse, IdResult, InfoResponse, List, Message, Nullable, Obj,
-    PostBody, PutBody, RelatedObjects, RelatedResponse, Reply, ResultOf, Saved, Show, Wire,
+    PostBody, PutBody, RelatedObjects, RelatedResponse, Reply, ResultOf, Saved, Show, Wire, concat,
 };
 use crate::assets::Kind;
 use crate::auth::CurrentUser;
@@ -52,6 +52,27 @@ const BODY: &[BodyField] = &[
 ];
 
 /// The database resource.
+/// What `GET /database/<pk>` shows.
+const SHOW_COLUMNS: [&str; 17] = [
+    "id",
+    "uuid",
+    "database_name",
+    "cache_timeout",
+    "expose_in_sqllab",
+    "allow_run_async",
+    "allow_file_upload",
+    "configuration_method",
+    "allow_ctas",
+    "allow_cvas",
+    "allow_dml",
+    "backend",
+    "driver",
+    "force_ctas_schema",
+    "impersonate_user",
+    "is_managed_externally",
+    "engine_information",
+];
+
 pub static SPEC: Spec = Spec {
     name: "Database",
     model: &DATABASE,
@@ -89,25 +110,7 @@ pub static SPEC: Spec = Spec {
         "allow_multi_catalog",
         "engine_information",
     ],
-    show_columns: &[
-        "id",
-        "uuid",
-        "database_name",
-        "cache_timeout",
-        "expose_in_sqllab",
-        "allow_run_async",
-        "allow_file_upload",
-        "configuration_method",
-        "allow_ctas",
-        "allow_cvas",
-        "allow_dml",
-        "backend",
-        "driver",
-        "force_ctas_schema",
-        "impersonate_user",
-        "is_managed_externally",
-        "engine_information",
-    ],
+    show_columns: &SHOW_COLUMNS,
     order_columns: &[
         "allow_file_upload",
         "allow_dml",
@@ -1024,30 +1027,17 @@ pub struct Connection;
 impl Columns for Connection {
     type Of = Database;
     const NAME: &'static str = "DatabaseConnection";
-    const COLUMNS: &'static [&'static str] = &[
-        "id",
-        "uuid",
-        "database_name",
-        "cache_timeout",
-        "expose_in_sqllab",
-        "allow_run_async",
-        "allow_file_upload",
-        "configuration_method",
-        "allow_ctas",
-        "allow_cvas",
-        "allow_dml",
-        "backend",
-        "driver",
-        "force_ctas_schema",
-        "impersonate_user",
-        "is_managed_externally",
-        "engine_information",
-        "sqlalchemy_uri",
-        "extra",
-        "server_cert",
-        "changed_on",
-        "created_on",
-    ];
+    const COLUMNS: &'static [&'static str] =
+        &concat::<{ SHOW_COLUMNS.len() }, 5, { SHOW_COLUMNS.len() + 5 }>(
+            SHOW_COLUMNS,
+            [
+                "sqlalchemy_uri",
+                "extra",
+                "server_cert",
+                "changed_on",
+                "created_on",
+            ],
+        );
 }
 
 /// Superset's `DatabaseTestConnectionSchema`, as documented (the handler reads

@@ -531,12 +531,7 @@ pub async fn list<S: Schema>(
     custom: Custom<'_>,
     computed: &(dyn Fn(&Record, &str) -> Option<Json_> + Sync),
 ) -> Result<Reply<S>, ApiError> {
-    debug_assert!(
-        S::name().starts_with(spec.name),
-        "{} for {}",
-        S::name(),
-        spec.name
-    );
+    debug_assert_schema_of::<S>(spec);
     let lq = list_query(q)?;
     let columns = wanted(&lq.columns, &lq.select_columns, spec.list_columns);
     let order = match lq.order() {
@@ -595,6 +590,16 @@ pub async fn list<S: Schema>(
     Ok(Reply::new(Json_::Object(out)))
 }
 
+/// The schema a generic handler documents its answer with belongs to the resource it serves.
+fn debug_assert_schema_of<S: Schema>(spec: &Spec) {
+    debug_assert!(
+        S::name().starts_with(spec.name),
+        "{} for {}",
+        S::name(),
+        spec.name
+    );
+}
+
 /// `GET /<res>/<pk>`: FAB's show of an already authorised record.
 pub async fn show<S: Schema>(
     state: &AppState,
@@ -603,12 +608,7 @@ pub async fn show<S: Schema>(
     q: Option<&str>,
     computed: &(dyn Fn(&Record, &str) -> Option<Json_> + Sync),
 ) -> Result<Reply<S>, ApiError> {
-    debug_assert!(
-        S::name().starts_with(spec.name),
-        "{} for {}",
-        S::name(),
-        spec.name
-    );
+    debug_assert_schema_of::<S>(spec);
     let iq = listquery::parse_item_query(q).map_err(|e| q_error(&e))?;
     let columns = wanted(&iq.columns, &iq.select_columns, spec.show_columns);
     let rels = relations_for(spec.model, &columns);

@@ -948,6 +948,25 @@ pub trait Columns: Send + Sync + 'static {
     const COLUMNS: &'static [&'static str];
 }
 
+/// Two column lists as one, at compile time (a show's columns plus an endpoint's own).
+pub const fn concat<const A: usize, const B: usize, const C: usize>(
+    a: [&'static str; A],
+    b: [&'static str; B],
+) -> [&'static str; C] {
+    assert!(A + B == C, "C must be A + B");
+    let mut out = [""; C];
+    let mut i = 0;
+    while i < A {
+        out[i] = a[i];
+        i += 1;
+    }
+    while i < C {
+        out[i] = b[i - A];
+        i += 1;
+    }
+    out
+}
+
 /// `{"id": …, "result": {C's columns}}`.
 pub struct IdResult<C>(PhantomData<C>);
 
