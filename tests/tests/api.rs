@@ -426,6 +426,26 @@ fn layers_point_one_way_and_handlers_stay_thin() {
             }
         }
     }
+    // Error statuses are chosen in `api/error.rs` alone: elsewhere an error names its `Fault`.
+    // The only other statuses are success answers (`wire.rs`'s 201) and the web app shell's
+    // redirect and asset 404, which are not API errors. (`reqwest::StatusCode` is the plugin
+    // installer reading a server's answer, not choosing one.)
+    let status = regex::Regex::new(r"(?:^|[^:])StatusCode::(?:([A-Z_]+)|from_u16)").unwrap();
+    for (rel, _, code) in &sources {
+        if rel == "api/error.rs" {
+            continue;
+        }
+        for c in status.captures_iter(code) {
+            let allowed = match rel.as_str() {
+                "api/wire.rs" => ["CREATED"].as_slice(),
+                "api/shell.rs" => ["FOUND", "NOT_FOUND"].as_slice(),
+                _ => [].as_slice(),
+            };
+            if !c.get(1).is_some_and(|n| allowed.contains(&n.as_str())) {
+                problems.push(format!("{rel} chooses a status itself: `{}`", c[0].trim()));
+            }
+        }
+    }
     assert!(
         problems.is_empty(),
         "layering violations:\n  {}",

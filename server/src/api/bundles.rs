@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::payload::{Binary, Json};
 use poem_openapi::types::multipart::Upload;
 use poem_openapi::{ApiResponse, Multipart};
 use serde_json::json;
 
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::Auth;
 use super::resource;
 use super::wire::Message;
@@ -181,7 +180,7 @@ pub async fn import(
         None | Some("") => Default::default(),
         Some(p) => serde_json::from_str(p).map_err(|_| {
             ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"passwords": ["Not a valid JSON object of strings."]}),
             )
         })?,

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -10,7 +9,7 @@ use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::bundles::{self, ImportForm, ZipFile};
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, Spec, body, common_computed};
 use super::wire::{
@@ -322,7 +321,7 @@ impl ChartApi {
                 "chart on a dataset out of reach refused"
             );
             return Err(ApiError::message(
-                StatusCode::FORBIDDEN,
+                Fault::Forbidden,
                 "Changing this chart is forbidden",
             ));
         }
@@ -344,7 +343,7 @@ impl ChartApi {
                     .await?;
                 if dashboards.iter().any(|d| !resource::can_change(user, d)) {
                     return Err(ApiError::message(
-                        StatusCode::FORBIDDEN,
+                        Fault::Forbidden,
                         "Changing one or more of these dashboards is forbidden",
                     ));
                 }
@@ -359,7 +358,7 @@ impl ChartApi {
             && !["table", "dataset", "query", "saved_query", "view"].contains(&t.as_str())
         {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"datasource_type": ["Must be one of: table, dataset, query, saved_query, view."]}),
             ));
         }
@@ -371,7 +370,7 @@ impl ChartApi {
         };
         let missing = || {
             ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({"datasource_id": ["Datasource does not exist"]}),
             )
         };

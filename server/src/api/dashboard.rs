@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
@@ -12,7 +11,7 @@ use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::bundles::{self, ImportForm, ZipFile};
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body, common_computed};
 use super::wire::{
@@ -259,7 +258,7 @@ impl DashboardApi {
                 && Some(other) != id
             {
                 return Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"slug": ["Must be unique"]}),
                 ));
             }
@@ -293,7 +292,7 @@ impl DashboardApi {
             None => json!([]),
             _ => {
                 return Err(ApiError::fields(
-                    StatusCode::BAD_REQUEST,
+                    Fault::BadRequest,
                     json!({"allowed_domains": ["Not a valid list."]}),
                 ));
             }
@@ -861,7 +860,7 @@ fn python_truthy(s: &str) -> bool {
 fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError> {
     let Json_::Object(map) = body else {
         return Err(ApiError::fields(
-            StatusCode::BAD_REQUEST,
+            Fault::BadRequest,
             json!({"_schema": ["Invalid input type."]}),
         ));
     };
@@ -919,10 +918,7 @@ fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError
     if errors.is_empty() {
         Ok(out)
     } else {
-        Err(ApiError::fields(
-            StatusCode::BAD_REQUEST,
-            Json_::Object(errors),
-        ))
+        Err(ApiError::fields(Fault::BadRequest, Json_::Object(errors)))
     }
 }
 

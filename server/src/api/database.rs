@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
@@ -15,7 +14,7 @@ use serde_json::{Value as Json_, json};
 use super::Tags;
 use super::bundles::{self, ImportForm, ZipFile};
 use super::database_wire::{computed, masked_uri};
-use super::error::{ApiError, engine_error};
+use super::error::{ApiError, Fault, engine_error};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, JsonValue, Spec, body};
 use super::wire::{
@@ -169,7 +168,7 @@ fn custom(f: &super::listquery::Filter, _: Option<&CurrentUser>) -> Result<Pred,
 pub fn ensure_safe(state: &AppState, uri: &ConnectionUri) -> Result<(), ApiError> {
     state.engines.guard().check(uri).map_err(|e| {
         ApiError::fields(
-            StatusCode::BAD_REQUEST,
+            Fault::BadRequest,
             json!({"sqlalchemy_uri": [e.to_string()]}),
         )
     })
@@ -177,7 +176,7 @@ pub fn ensure_safe(state: &AppState, uri: &ConnectionUri) -> Result<(), ApiError
 
 fn uri_error(e: &crate::uri::UriError) -> ApiError {
     ApiError::fields(
-        StatusCode::UNPROCESSABLE_ENTITY,
+        Fault::Unprocessable,
         json!({"sqlalchemy_uri": [e.to_string()]}),
     )
 }
@@ -219,7 +218,7 @@ impl DatabaseApi {
                 && Some(other) != id
             {
                 return Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"database_name": ["A database with the same name already exists."]}),
                 ));
             }
@@ -249,7 +248,7 @@ impl DatabaseApi {
         Ok((changes, password, Some(uri)))
     }
 
-    async fn test(&self, uri: &ConnectionUri, status: StatusCode) -> Result<(), ApiError> {
+    async fn test(&self, uri: &ConnectionUri, fault: Fault) -> Result<(), ApiError> {
         let spec = ConnectionSpec {
             database_id: 0,
             uri: uri.clone(),
@@ -265,7 +264,7 @@ impl DatabaseApi {
                     error_type = e.error_type(),
                     "database connection test failed"
                 );
-                engine_error(status, uri.engine, &e)
+                engine_error(fault, uri.engine, &e)
             })
     }
 
@@ -422,7 +421,7 @@ impl TableReach {
 /// Superset's answer for a table out of reach: the same 404 as a missing one, naming nothing.
 fn table_hidden() -> ApiError {
     ApiError::sip40(
-        StatusCode::NOT_FOUND,
+        Fault::NotFound,
         "TABLE_NOT_FOUND_ERROR",
         "No such table",
         json!({}),
@@ -565,7 +564,7 @@ impl DatabaseApi {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let (mut changes, password, uri) = self.prepare(&body.0.value, None).await?;
         if let Some(uri) = &uri {
-            self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
+            self.test(uri, Fault::Unprocessable).await?;
         }
         let uuid = match changes.get("uuid") {
             Some(Value::Text(u)) => u.clone(),
@@ -597,7 +596,7 @@ impl DatabaseApi {
         let id = self.resolve(pk.0, &user).await?;
         let (mut changes, password, uri) = self.prepare(&body.0.value, Some(id)).await?;
         if let Some(uri) = &uri {
-            self.test(uri, StatusCode::UNPROCESSABLE_ENTITY).await?;
+            self.test(uri, Fault::Unprocessable).await?;
         }
         changes.values.retain(|(n, _)| *n != "uuid");
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
@@ -620,7 +619,7 @@ impl DatabaseApi {
         let id = self.resolve(pk.0, &user).await?;
         match self.state.store.delete_database(id).await {
             Err(crate::store::Error::Conflict { message }) => {
-                return Err(ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, message));
+                return Err(ApiError::message(Fault::Unprocessable, message));
             }
             other => other?,
         }
@@ -645,7 +644,7 @@ impl DatabaseApi {
         let body = &body.0.value;
         let Some(raw) = body.get("sqlalchemy_uri").and_then(Json_::as_str) else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"sqlalchemy_uri": ["Missing data for required field."]}),
             ));
         };
@@ -670,7 +669,7 @@ impl DatabaseApi {
                 None => uri.password = None,
             }
         }
-        self.test(&uri, StatusCode::BAD_REQUEST).await?;
+        self.test(&uri, Fault::BadRequest).await?;
         Ok(Json(Message {
             message: "OK".to_owned(),
         }))
@@ -695,7 +694,7 @@ impl DatabaseApi {
             .engines
             .schemas(&spec)
             .await
-            .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
+            .map_err(|e| engine_error(Fault::Unprocessable, spec.uri.engine, &e))?;
         schemas.retain(|s| reach.schema(s));
         Ok(ResultOf::json(schemas))
     }
@@ -750,7 +749,7 @@ impl DatabaseApi {
             .engines
             .tables(&spec, schema)
             .await
-            .map_err(|e| engine_error(StatusCode::UNPROCESSABLE_ENTITY, spec.uri.engine, &e))?;
+            .map_err(|e| engine_error(Fault::Unprocessable, spec.uri.engine, &e))?;
         let result: Vec<TableWire> = tables
             .iter()
             .filter(|t| reach.table(Some(schema), &t.name))
@@ -783,7 +782,7 @@ impl DatabaseApi {
     ) -> Result<JsonValue, ApiError> {
         let Some(table) = name.0.filter(|n| !n.is_empty()) else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"name": ["Missing data for required field."]}),
             ));
         };
@@ -810,7 +809,7 @@ impl DatabaseApi {
     ) -> Result<Json<TableMetadataWire>, ApiError> {
         let Some(table) = name.0.filter(|n| !n.is_empty()) else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"name": ["Missing data for required field."]}),
             ));
         };
@@ -955,12 +954,12 @@ impl DatabaseApi {
 fn metadata_error(engine: crate::uri::Engine, table: &str, e: &EngineError) -> ApiError {
     match e {
         EngineError::TableNotFound { .. } => ApiError::sip40(
-            StatusCode::NOT_FOUND,
+            Fault::NotFound,
             "TABLE_NOT_FOUND_ERROR",
             format!("No such table: {table}"),
             json!({}),
         ),
-        e => engine_error(StatusCode::UNPROCESSABLE_ENTITY, engine, e),
+        e => engine_error(Fault::Unprocessable, engine, e),
     }
 }
 

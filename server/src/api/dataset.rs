@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
@@ -13,7 +12,7 @@ use serde_json::{Value as Json_, json};
 use super::Tags;
 use super::bundles::{self, ImportForm, ZipFile};
 use super::datasource::{computed, dataset_data, is_virtual, show_json};
-use super::error::{ApiError, engine_error};
+use super::error::{ApiError, Fault, engine_error};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, Spec, body};
 use super::wire::{
@@ -325,7 +324,7 @@ async fn drill_info_json(state: &AppState, id: i64) -> Result<Json_, ApiError> {
 fn child_writes(items: &Json_, key: &str, metric: bool) -> Result<Vec<ChildWrite>, ApiError> {
     let Some(items) = items.as_array() else {
         return Err(ApiError::fields(
-            StatusCode::BAD_REQUEST,
+            Fault::BadRequest,
             json!({ key: ["Not a valid list."] }),
         ));
     };
@@ -334,7 +333,7 @@ fn child_writes(items: &Json_, key: &str, metric: bool) -> Result<Vec<ChildWrite
     for (i, item) in items.iter().enumerate() {
         let bad = |field: &str, msg: &str| {
             ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({ key: { i.to_string(): { field: [msg] } } }),
             )
         };
@@ -435,7 +434,7 @@ fn child_writes(items: &Json_, key: &str, metric: bool) -> Result<Vec<ChildWrite
                 "One or more columns are duplicated"
             };
             return Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({ key: [msg] }),
             ));
         }
@@ -498,12 +497,7 @@ impl DatasetApi {
                 .engines
                 .query_columns(&spec, sql)
                 .await
-                .map_err(|e| {
-                    ApiError::fields(
-                        StatusCode::UNPROCESSABLE_ENTITY,
-                        json!({"sql": [e.message()]}),
-                    )
-                }),
+                .map_err(|e| ApiError::fields(Fault::Unprocessable, json!({"sql": [e.message()]}))),
             None => match self
                 .state
                 .engines
@@ -512,14 +506,10 @@ impl DatasetApi {
             {
                 Ok(meta) => Ok(meta.columns),
                 Err(EngineError::TableNotFound { .. }) => Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"table_name": [format!("Table [{table}] could not be found, please double check your database connection, schema, and table name")]}),
                 )),
-                Err(e) => Err(engine_error(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    spec.uri.engine,
-                    &e,
-                )),
+                Err(e) => Err(engine_error(Fault::Unprocessable, spec.uri.engine, &e)),
             },
         }
     }
@@ -543,7 +533,7 @@ impl DatasetApi {
         {
             None => Ok(()),
             Some(refusal) => Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({"sql": [refusal.to_string()]}),
             )),
         }
@@ -553,13 +543,13 @@ impl DatasetApi {
         let mut changes = resource::changes_from_body(&SPEC, body, false)?;
         let Some(Value::Int(db)) = changes.get("database").cloned() else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"database": ["Missing data for required field."]}),
             ));
         };
         let Some(Value::Text(table)) = changes.get("table_name").cloned() else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"table_name": ["Missing data for required field."]}),
             ));
         };
@@ -570,7 +560,7 @@ impl DatasetApi {
             .await?
         {
             return Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({"database": ["Database does not exist"]}),
             ));
         }
@@ -604,7 +594,7 @@ impl DatasetApi {
             > 0
         {
             return Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({"table_name": [format!("Dataset {} already exists", match &schema { Some(s) => format!("{s}.{table}"), None => table.clone() })]}),
             ));
         }
@@ -843,7 +833,7 @@ impl DatasetApi {
                 .await?
         {
             return Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({"database": ["Database does not exist"]}),
             ));
         }
@@ -853,7 +843,7 @@ impl DatasetApi {
             let current = self.state.store.load_one(&DATASET, id, &[]).await?;
             if current.get::<i64>("database_id") != Some(db) {
                 return Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"database": ["Database not allowed to change"]}),
                 ));
             }
@@ -910,13 +900,13 @@ impl DatasetApi {
         {
             Err(crate::store::Error::NotFound) => {
                 return Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"columns": ["One or more columns do not exist"]}),
                 ));
             }
             Err(crate::store::Error::Conflict { .. }) => {
                 return Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"table_name": ["Dataset already exists"]}),
                 ));
             }
@@ -1083,7 +1073,7 @@ impl DatasetApi {
             body.0.value.get("table_name").and_then(Json_::as_str),
         ) else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"base_model_id": ["Missing data for required field."], "table_name": ["Missing data for required field."]}),
             ));
         };
@@ -1095,7 +1085,7 @@ impl DatasetApi {
             .await?;
         if !is_virtual(&rec) {
             return Err(ApiError::message(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 "Dataset is not virtual",
             ));
         }
@@ -1169,7 +1159,7 @@ impl DatasetApi {
             body.0.value.get("table_name").and_then(Json_::as_str),
         ) else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"database_id": ["Missing data for required field."], "table_name": ["Missing data for required field."]}),
             ));
         };

@@ -65,12 +65,65 @@ pub enum ErrorBody {
     Error(Box<SupersetError>),
 }
 
+/// What went wrong, as the handlers and the other layers' mappings name it: the one vocabulary
+/// for error responses outside this file, so that which status each fault answers, and which
+/// bodies the document promises for it ([`ERRORS`]), are decided here alone.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// 400: malformed body or parameters, or a failed CSRF check.
+    BadRequest,
+    /// 401: not authenticated.
+    Unauthorized,
+    /// 403: authenticated but not allowed.
+    Forbidden,
+    /// 404: no such object, or one the caller may not know exists.
+    NotFound,
+    /// 405: no operation has this method on this path.
+    MethodNotAllowed,
+    /// 408: the query or the request body took too long.
+    Timeout,
+    /// 410: results no longer stored.
+    Gone,
+    /// 413: the request body is too large.
+    TooLarge,
+    /// 422: well-formed but refused (invalid fields, a refused query, an invalid token).
+    Unprocessable,
+    /// 429: too many failed attempts.
+    TooMany,
+    /// 499: the client went away (nginx's "client closed request"); nobody reads it.
+    ClientClosed,
+    /// 500: a fault of ours; the cause is logged, never sent.
+    Internal,
+    /// 503: busy, retry after `Retry-After` seconds.
+    Busy,
+}
+
+impl Fault {
+    fn status(self) -> StatusCode {
+        match self {
+            Fault::BadRequest => StatusCode::BAD_REQUEST,
+            Fault::Unauthorized => StatusCode::UNAUTHORIZED,
+            Fault::Forbidden => StatusCode::FORBIDDEN,
+            Fault::NotFound => StatusCode::NOT_FOUND,
+            Fault::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Fault::Timeout => StatusCode::REQUEST_TIMEOUT,
+            Fault::Gone => StatusCode::GONE,
+            Fault::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Fault::Unprocessable => StatusCode::UNPROCESSABLE_ENTITY,
+            Fault::TooMany => StatusCode::TOO_MANY_REQUESTS,
+            Fault::ClientClosed => StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+            Fault::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+            Fault::Busy => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
 /// An HTTP error response in Superset's wire format.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
-#[error("{status}: {body:?}")]
+#[error("{}: {body:?}", .fault.status())]
 pub struct ApiError {
-    /// Status code.
-    pub status: StatusCode,
+    /// What went wrong; [`Fault::status`] is its HTTP status.
+    pub fault: Fault,
     /// Body.
     pub body: ErrorBody,
     /// `Retry-After` seconds for 429/503.
@@ -191,27 +244,27 @@ fn entry(error_type: &str, level: &str, message: String, extra: Value) -> Supers
 
 impl ApiError {
     /// flask-jwt-style error.
-    pub fn msg(status: StatusCode, msg: impl Into<String>) -> ApiError {
+    pub fn msg(fault: Fault, msg: impl Into<String>) -> ApiError {
         ApiError {
-            status,
+            fault,
             body: ErrorBody::Msg(msg.into()),
             retry_after: None,
         }
     }
 
     /// FAB-style error with a string message.
-    pub fn message(status: StatusCode, message: impl Into<String>) -> ApiError {
+    pub fn message(fault: Fault, message: impl Into<String>) -> ApiError {
         ApiError {
-            status,
+            fault,
             body: ErrorBody::Message(Value::String(message.into())),
             retry_after: None,
         }
     }
 
     /// FAB-style validation error: `{"message": {field: [messages]}}`.
-    pub fn fields(status: StatusCode, fields: Value) -> ApiError {
+    pub fn fields(fault: Fault, fields: Value) -> ApiError {
         ApiError {
-            status,
+            fault,
             body: ErrorBody::Message(fields),
             retry_after: None,
         }
@@ -219,13 +272,13 @@ impl ApiError {
 
     /// SIP-40 error of one entry; `issue_codes` are added from the type.
     pub fn sip40(
-        status: StatusCode,
+        fault: Fault,
         error_type: &str,
         message: impl Into<String>,
         extra: Value,
     ) -> ApiError {
         ApiError {
-            status,
+            fault,
             body: ErrorBody::Errors(vec![entry(error_type, "error", message.into(), extra)]),
             retry_after: None,
         }
@@ -233,14 +286,14 @@ impl ApiError {
 
     /// One SIP-40 error as the whole body at `level`; `issue_codes` are added from the type.
     pub fn superset_error(
-        status: StatusCode,
+        fault: Fault,
         error_type: &str,
         level: &str,
         message: impl Into<String>,
         extra: Value,
     ) -> ApiError {
         ApiError {
-            status,
+            fault,
             body: ErrorBody::Error(Box::new(entry(error_type, level, message.into(), extra))),
             retry_after: None,
         }
@@ -248,18 +301,18 @@ impl ApiError {
 
     /// 404 `{"message": "Not found"}`.
     pub fn not_found() -> ApiError {
-        ApiError::message(StatusCode::NOT_FOUND, "Not found")
+        ApiError::message(Fault::NotFound, "Not found")
     }
 
     /// 400 `{"message": …}`.
     pub fn bad_request(message: impl Into<String>) -> ApiError {
-        ApiError::message(StatusCode::BAD_REQUEST, message)
+        ApiError::message(Fault::BadRequest, message)
     }
 
     /// 500 `{"message": "Fatal error"}`: the cause goes to the log, never to the client.
     pub fn internal(cause: &dyn std::fmt::Display) -> ApiError {
         tracing::error!(message = "Request failed.", error = %cause);
-        ApiError::message(StatusCode::INTERNAL_SERVER_ERROR, "Fatal error")
+        ApiError::message(Fault::Internal, "Fatal error")
     }
 
     fn json(&self) -> Value {
@@ -274,12 +327,12 @@ impl ApiError {
 
 /// Superset's SIP-40 body for a failed connection.
 pub fn engine_error(
-    status: StatusCode,
+    fault: Fault,
     engine: crate::uri::Engine,
     e: &crate::engines::EngineError,
 ) -> ApiError {
     ApiError::sip40(
-        status,
+        fault,
         e.error_type(),
         e.message(),
         json!({"engine_name": crate::engines::engine_name(engine), "invalid": e.invalid()}),
@@ -305,11 +358,9 @@ impl From<crate::query::QueryError> for ApiError {
                 // Superset: 422 for a `SupersetParseError`, 400 for the sub-query refusal
                 // (raised as a query-object validation error).
                 let status = match err.kind() {
-                    crate::query::sqlcheck::SqlErrorKind::InvalidSql => {
-                        StatusCode::UNPROCESSABLE_ENTITY
-                    }
+                    crate::query::sqlcheck::SqlErrorKind::InvalidSql => Fault::Unprocessable,
                     crate::query::sqlcheck::SqlErrorKind::AdhocSubqueryNotAllowed => {
-                        StatusCode::BAD_REQUEST
+                        Fault::BadRequest
                     }
                 };
                 let extra = json!({
@@ -322,27 +373,17 @@ impl From<crate::query::QueryError> for ApiError {
             }
             Q::DisallowedFunctions(_) => {
                 tracing::info!(message = "SQL with disallowed functions refused.", reason = %text);
-                ApiError::sip40(
-                    StatusCode::BAD_REQUEST,
-                    "INVALID_SQL_ERROR",
-                    text,
-                    json!({}),
-                )
+                ApiError::sip40(Fault::BadRequest, "INVALID_SQL_ERROR", text, json!({}))
             }
             Q::UnsupportedGrain { .. } => {
                 // Superset crashes with a 500 here; this is a client error.
                 tracing::info!(message = "Chart data request refused.", reason = %text);
-                ApiError::sip40(
-                    StatusCode::BAD_REQUEST,
-                    "GENERIC_BACKEND_ERROR",
-                    text,
-                    json!({}),
-                )
+                ApiError::sip40(Fault::BadRequest, "GENERIC_BACKEND_ERROR", text, json!({}))
             }
             Q::Engine(EngineError::PoolTimeout) => {
                 tracing::warn!(message = "No database connection became free in time.");
                 let mut err = ApiError::sip40(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                    Fault::Busy,
                     "CONNECTION_DATABASE_TIMEOUT",
                     EngineError::PoolTimeout.message(),
                     json!({}),
@@ -353,7 +394,7 @@ impl From<crate::query::QueryError> for ApiError {
             Q::Engine(EngineError::StatementTimeout) => {
                 tracing::info!(message = "Query cancelled at its deadline.");
                 ApiError::sip40(
-                    StatusCode::REQUEST_TIMEOUT,
+                    Fault::Timeout,
                     "BACKEND_TIMEOUT_ERROR",
                     EngineError::StatementTimeout.message(),
                     json!({}),
@@ -365,7 +406,7 @@ impl From<crate::query::QueryError> for ApiError {
             Q::Engine(err @ (EngineError::ResultTooLarge { .. } | EngineError::Refused { .. })) => {
                 tracing::info!(message = "Query refused by the engine.", error_type = err.error_type(), reason = %err.message());
                 ApiError::sip40(
-                    StatusCode::BAD_REQUEST,
+                    Fault::BadRequest,
                     err.error_type(),
                     err.message(),
                     json!({}),
@@ -377,12 +418,12 @@ impl From<crate::query::QueryError> for ApiError {
             }
             Q::NotFound => ApiError::not_found(),
             Q::Forbidden(_) => ApiError::sip40(
-                StatusCode::FORBIDDEN,
+                Fault::Forbidden,
                 "DATASOURCE_SECURITY_ACCESS_ERROR",
                 text,
                 json!({}),
             ),
-            Q::CacheMiss => ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, text),
+            Q::CacheMiss => ApiError::message(Fault::Unprocessable, text),
         }
     }
 }
@@ -392,43 +433,41 @@ impl From<crate::query::sqllab::SqlLabError> for ApiError {
         use crate::engines::EngineError;
         use crate::query::sqllab::SqlLabError as S;
         let text = e.to_string();
-        let sip40 = |status: StatusCode, error_type: &str| {
-            ApiError::sip40(status, error_type, text.clone(), json!({}))
+        let sip40 = |fault: Fault, error_type: &str| {
+            ApiError::sip40(fault, error_type, text.clone(), json!({}))
         };
         match e {
             S::Body(fields) => {
                 tracing::info!(message = "SQL Lab request refused.", reason = %fields);
-                ApiError::fields(StatusCode::BAD_REQUEST, fields)
+                ApiError::fields(Fault::BadRequest, fields)
             }
             S::Invalid(_) => {
                 tracing::info!(message = "SQL Lab request refused.", reason = %text);
                 ApiError::bad_request(text)
             }
-            S::DatabaseNotFound => sip40(StatusCode::NOT_FOUND, "DATABASE_NOT_FOUND_ERROR"),
-            S::DatabaseForbidden(_) => {
-                sip40(StatusCode::FORBIDDEN, "DATABASE_SECURITY_ACCESS_ERROR")
-            }
-            S::TableForbidden(_) => sip40(StatusCode::FORBIDDEN, "TABLE_SECURITY_ACCESS_ERROR"),
+            S::DatabaseNotFound => sip40(Fault::NotFound, "DATABASE_NOT_FOUND_ERROR"),
+            S::DatabaseForbidden(_) => sip40(Fault::Forbidden, "DATABASE_SECURITY_ACCESS_ERROR"),
+            S::TableForbidden(_) => sip40(Fault::Forbidden, "TABLE_SECURITY_ACCESS_ERROR"),
             S::QueryForbidden => {
                 tracing::info!(message = "Access to another user's query refused.");
-                sip40(StatusCode::FORBIDDEN, "QUERY_SECURITY_ACCESS_ERROR")
+                sip40(Fault::Forbidden, "QUERY_SECURITY_ACCESS_ERROR")
             }
             S::QueryNotFound => ApiError::not_found(),
             S::TemplateUnsupported => {
                 tracing::info!(message = "SQL Lab template refused.");
-                sip40(StatusCode::BAD_REQUEST, "INVALID_TEMPLATE_PARAMS_ERROR")
+                sip40(Fault::BadRequest, "INVALID_TEMPLATE_PARAMS_ERROR")
             }
             S::CtasUnsupported => {
                 tracing::info!(message = "SQL Lab CTAS refused.");
-                sip40(StatusCode::BAD_REQUEST, "INVALID_CTAS_QUERY_ERROR")
+                sip40(Fault::BadRequest, "INVALID_CTAS_QUERY_ERROR")
             }
             S::DisallowedFunctions(_) | S::SessionStatement(_) => {
                 tracing::info!(message = "SQL Lab query refused.", reason = %text);
-                sip40(StatusCode::BAD_REQUEST, "INVALID_SQL_ERROR")
+                sip40(Fault::BadRequest, "INVALID_SQL_ERROR")
             }
             S::Sql(err) => crate::query::QueryError::Sql(err).into(),
             // Superset answers execution failures of a synchronous query with 500.
-            S::DmlNotAllowed => sip40(StatusCode::INTERNAL_SERVER_ERROR, "DML_NOT_ALLOWED_ERROR"),
+            S::DmlNotAllowed => sip40(Fault::Internal, "DML_NOT_ALLOWED_ERROR"),
             S::Engine {
                 error: EngineError::PoolTimeout,
                 ..
@@ -437,7 +476,7 @@ impl From<crate::query::sqllab::SqlLabError> for ApiError {
                 error: EngineError::StatementTimeout,
                 ..
             }
-            | S::Timeout(_) => sip40(StatusCode::REQUEST_TIMEOUT, "SQLLAB_TIMEOUT_ERROR"),
+            | S::Timeout(_) => sip40(Fault::Timeout, "SQLLAB_TIMEOUT_ERROR"),
             // See the chart-data mapping: refusals by the engine are the request's fault.
             S::Engine {
                 error: error @ (EngineError::ResultTooLarge { .. } | EngineError::Refused { .. }),
@@ -445,20 +484,20 @@ impl From<crate::query::sqllab::SqlLabError> for ApiError {
             } => {
                 tracing::info!(message = "SQL Lab query refused by the engine.", error_type = error.error_type(), reason = %error.message());
                 ApiError::sip40(
-                    StatusCode::BAD_REQUEST,
+                    Fault::BadRequest,
                     error.error_type(),
                     error.message(),
                     json!({ "engine_name": engine_name }),
                 )
             }
             S::Engine { error, engine_name } => ApiError::sip40(
-                StatusCode::INTERNAL_SERVER_ERROR,
+                Fault::Internal,
                 error.error_type(),
                 error.message(),
                 json!({ "engine_name": engine_name }),
             ),
-            S::Stopped => sip40(StatusCode::INTERNAL_SERVER_ERROR, "GENERIC_DB_ENGINE_ERROR"),
-            S::ResultsExpired => sip40(StatusCode::GONE, "RESULTS_BACKEND_ERROR"),
+            S::Stopped => sip40(Fault::Internal, "GENERIC_DB_ENGINE_ERROR"),
+            S::ResultsExpired => sip40(Fault::Gone, "RESULTS_BACKEND_ERROR"),
             S::Internal(cause) => ApiError::internal(&cause),
         }
     }
@@ -478,41 +517,41 @@ impl From<auth::Error> for ApiError {
         use auth::Error as E;
         match e {
             E::MissingCredentials => {
-                ApiError::msg(StatusCode::UNAUTHORIZED, "Missing Authorization Header")
+                ApiError::msg(Fault::Unauthorized, "Missing Authorization Header")
             }
             E::BadAuthorizationHeader { msg } => ApiError::msg(
                 if msg.starts_with("Missing") {
-                    StatusCode::UNAUTHORIZED
+                    Fault::Unauthorized
                 } else {
-                    StatusCode::UNPROCESSABLE_ENTITY
+                    Fault::Unprocessable
                 },
                 msg,
             ),
             // flask-jwt-extended: 401 for an expired token, 422 for an invalid one.
             E::Token { expired, msg } => ApiError::msg(
                 if expired {
-                    StatusCode::UNAUTHORIZED
+                    Fault::Unauthorized
                 } else {
-                    StatusCode::UNPROCESSABLE_ENTITY
+                    Fault::Unprocessable
                 },
                 msg,
             ),
-            e @ E::UserNotLoaded { .. } => ApiError::msg(StatusCode::UNAUTHORIZED, e.to_string()),
-            E::BadCredentials => ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"),
-            E::Forbidden => ApiError::message(StatusCode::FORBIDDEN, "Forbidden"),
+            e @ E::UserNotLoaded { .. } => ApiError::msg(Fault::Unauthorized, e.to_string()),
+            E::BadCredentials => ApiError::message(Fault::Unauthorized, "Not authorized"),
+            E::Forbidden => ApiError::message(Fault::Forbidden, "Forbidden"),
             e @ E::TooManyAttempts { retry_after_secs } => ApiError {
                 retry_after: Some(retry_after_secs),
-                ..ApiError::message(StatusCode::TOO_MANY_REQUESTS, e.to_string())
+                ..ApiError::message(Fault::TooMany, e.to_string())
             },
             e @ E::Busy { retry_after_secs } => {
                 tracing::warn!(message = "Password hashing is saturated; answered busy.");
                 ApiError {
                     retry_after: Some(retry_after_secs),
-                    ..ApiError::message(StatusCode::SERVICE_UNAVAILABLE, e.to_string())
+                    ..ApiError::message(Fault::Busy, e.to_string())
                 }
             }
             E::Csrf(c) => ApiError::sip40(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 "GENERIC_BACKEND_ERROR",
                 format!("400 Bad Request: {c}"),
                 json!({}),
@@ -528,17 +567,12 @@ impl From<store::Error> for ApiError {
         use store::Error as E;
         match e {
             E::NotFound => ApiError::not_found(),
-            E::Conflict { .. } => {
-                ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, "Object already exists")
-            }
+            E::Conflict { .. } => ApiError::message(Fault::Unprocessable, "Object already exists"),
             E::PoolTimeout => {
                 tracing::warn!(message = "Metadata pool exhausted.");
                 ApiError {
                     retry_after: Some(1),
-                    ..ApiError::message(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "The server is busy; retry shortly",
-                    )
+                    ..ApiError::message(Fault::Busy, "The server is busy; retry shortly")
                 }
             }
             e @ (E::Sqlite(_)
@@ -561,7 +595,7 @@ impl From<crate::connections::Error> for ApiError {
             // A stored URI that no longer parses is reported against the field, as when it
             // is sent.
             E::Uri(e) => ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({"sqlalchemy_uri": [e.to_string()]}),
             ),
             E::Seal(e) => ApiError::internal(&e),
@@ -574,14 +608,14 @@ impl From<crate::assets::AssetsError> for ApiError {
         use crate::assets::AssetsError as E;
         let command = |message: String, extra: Value| {
             ApiError::sip40(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 "GENERIC_COMMAND_ERROR",
                 message,
                 extra,
             )
         };
         match e {
-            E::NotZip => ApiError::message(StatusCode::UNPROCESSABLE_ENTITY, "Not a ZIP file"),
+            E::NotZip => ApiError::message(Fault::Unprocessable, "Not a ZIP file"),
             E::NoFiles => ApiError::bad_request("No valid import files were found"),
             E::IncorrectVersion => command(e.to_string(), json!({})),
             E::Invalid { model, problems } => {
@@ -594,7 +628,7 @@ impl From<crate::assets::AssetsError> for ApiError {
             // A hostile or malformed upload is the client's error (400), whereas Superset
             // raises these as 500s or answers them with its validation 422.
             E::Unsafe(message) => ApiError::sip40(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 "GENERIC_BACKEND_ERROR",
                 message,
                 json!({}),
@@ -602,7 +636,7 @@ impl From<crate::assets::AssetsError> for ApiError {
             E::Malformed { model, problems } => {
                 let summary = problems.keys().cloned().collect::<Vec<_>>().join(", ");
                 ApiError::sip40(
-                    StatusCode::BAD_REQUEST,
+                    Fault::BadRequest,
                     "GENERIC_COMMAND_ERROR",
                     format!("Error importing {model}: {summary}"),
                     Value::Object(problems),
@@ -619,16 +653,16 @@ impl From<crate::plugins::PluginError> for ApiError {
     fn from(e: crate::plugins::PluginError) -> Self {
         use crate::plugins::{GuestErrorKind, PluginError as P};
         let text = e.to_string();
-        let typed = |status: StatusCode, error_type: &str, reason: &str, plugin: &str| {
+        let typed = |fault: Fault, error_type: &str, reason: &str, plugin: &str| {
             ApiError::sip40(
-                status,
+                fault,
                 error_type,
                 text.clone(),
                 json!({"plugin": plugin, "reason": reason}),
             )
         };
         match e {
-            P::NotFound(_) => ApiError::message(StatusCode::NOT_FOUND, text),
+            P::NotFound(_) => ApiError::message(Fault::NotFound, text),
             P::Rejected(_) => {
                 tracing::info!(message = "Plugin refused.", reason = %text);
                 ApiError::bad_request(text)
@@ -641,7 +675,7 @@ impl From<crate::plugins::PluginError> for ApiError {
                 if kind == GuestErrorKind::Internal {
                     tracing::error!(message = "Plugin reported an internal error.", plugin = %plugin, reason = %message);
                     typed(
-                        StatusCode::INTERNAL_SERVER_ERROR,
+                        Fault::Internal,
                         "GENERIC_BACKEND_ERROR",
                         "plugin_error",
                         &plugin,
@@ -652,28 +686,22 @@ impl From<crate::plugins::PluginError> for ApiError {
                     ApiError::bad_request(format!("Error: {message}"))
                 }
             }
-            P::Timeout { plugin, .. } => typed(
-                StatusCode::REQUEST_TIMEOUT,
-                "BACKEND_TIMEOUT_ERROR",
-                "timeout",
-                &plugin,
-            ),
+            P::Timeout { plugin, .. } => {
+                typed(Fault::Timeout, "BACKEND_TIMEOUT_ERROR", "timeout", &plugin)
+            }
             P::OutOfMemory { plugin, .. } => typed(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 "GENERIC_BACKEND_ERROR",
                 "out_of_memory",
                 &plugin,
             ),
-            P::Crashed { plugin, .. } => typed(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "GENERIC_BACKEND_ERROR",
-                "crashed",
-                &plugin,
-            ),
+            P::Crashed { plugin, .. } => {
+                typed(Fault::Internal, "GENERIC_BACKEND_ERROR", "crashed", &plugin)
+            }
             P::BadOutput { plugin, .. } => {
                 tracing::error!(message = "Plugin returned an invalid table.", reason = %text);
                 typed(
-                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Fault::Internal,
                     "GENERIC_BACKEND_ERROR",
                     "bad_output",
                     &plugin,
@@ -682,7 +710,7 @@ impl From<crate::plugins::PluginError> for ApiError {
             P::Busy => {
                 tracing::warn!(message = "Plugin slots exhausted.");
                 let mut err = ApiError::sip40(
-                    StatusCode::SERVICE_UNAVAILABLE,
+                    Fault::Busy,
                     "GENERIC_BACKEND_ERROR",
                     text,
                     json!({"reason": "busy"}),
@@ -706,7 +734,7 @@ impl From<crate::render::RenderError> for ApiError {
             crate::render::RenderError::BadSvg { plugin, .. } => {
                 tracing::error!(message = "Viz plugin returned an invalid SVG.", reason = %text);
                 ApiError::sip40(
-                    StatusCode::INTERNAL_SERVER_ERROR,
+                    Fault::Internal,
                     "GENERIC_BACKEND_ERROR",
                     text,
                     json!({"plugin": plugin, "reason": "bad_output"}),
@@ -732,7 +760,7 @@ impl From<crate::services::Error> for ApiError {
             E::Connection(e) => e.into(),
             E::SqlLab(e) => e.into(),
             E::DashboardForbidden => ApiError::sip40(
-                StatusCode::FORBIDDEN,
+                Fault::Forbidden,
                 "DASHBOARD_SECURITY_ACCESS_ERROR",
                 text,
                 json!({}),
@@ -743,16 +771,16 @@ impl From<crate::services::Error> for ApiError {
 
 impl poem::error::ResponseError for ApiError {
     fn status(&self) -> StatusCode {
-        self.status
+        self.fault.status()
     }
 
     fn as_response(&self) -> Response {
-        if !documented(self.status, self.body.shape()) {
+        if !documented(self.fault, self.body.shape()) {
             debug_assert!(false, "undocumented error response: {self}");
             tracing::error!(error = %self, "undocumented error response");
         }
         let mut resp = poem::web::Json(self.json())
-            .with_status(self.status)
+            .with_status(self.fault.status())
             .into_response();
         if let Some(secs) = self.retry_after {
             resp.headers_mut()
@@ -796,55 +824,71 @@ impl ErrorBody {
 /// the one table the document's error responses are written from. [`ApiError::as_response`]
 /// checks each error it sends against it (debug builds panic, so a test catches any drift;
 /// release builds log), so the document and the answers cannot disagree.
-const ERRORS: &[(u16, &str, &[Shape])] = &[
+const ERRORS: &[(Fault, &str, &[Shape])] = &[
     (
-        400,
+        Fault::BadRequest,
         "Bad request: malformed body or parameters, or a failed CSRF check",
         &[Shape::Message, Shape::Errors],
     ),
     (
-        401,
+        Fault::Unauthorized,
         "Not authenticated (flask-jwt `msg` body, or `message` for bad credentials)",
         &[Shape::Msg, Shape::Message],
     ),
     (
-        403,
+        Fault::Forbidden,
         "Forbidden",
         &[Shape::Message, Shape::Errors, Shape::Error],
     ),
-    (404, "Not found", &[Shape::Message, Shape::Errors]),
     (
-        408,
+        Fault::NotFound,
+        "Not found",
+        &[Shape::Message, Shape::Errors],
+    ),
+    (
+        Fault::Timeout,
         "The query or the request body took too long",
         &[Shape::Message, Shape::Errors],
     ),
     (
-        410,
+        Fault::Gone,
         "The results are no longer stored",
         &[Shape::Message, Shape::Errors],
     ),
-    (413, "The request body is too large", &[Shape::Message]),
     (
-        422,
+        Fault::TooLarge,
+        "The request body is too large",
+        &[Shape::Message],
+    ),
+    (
+        Fault::Unprocessable,
         "Could not be processed: invalid token, invalid fields or a refused query",
         &[Shape::Msg, Shape::Message, Shape::Errors],
     ),
-    (429, "Too many failed attempts", &[Shape::Message]),
-    (500, "Fatal error", &[Shape::Message, Shape::Errors]),
     (
-        503,
+        Fault::TooMany,
+        "Too many failed attempts",
+        &[Shape::Message],
+    ),
+    (
+        Fault::Internal,
+        "Fatal error",
+        &[Shape::Message, Shape::Errors],
+    ),
+    (
+        Fault::Busy,
         "Busy: retry after the `Retry-After` seconds",
         &[Shape::Message, Shape::Errors],
     ),
 ];
 
-/// Whether `ERRORS` documents this status with this body. 405 answers a method no operation
-/// has, so no operation documents it.
-fn documented(status: StatusCode, shape: Shape) -> bool {
-    status == StatusCode::METHOD_NOT_ALLOWED
+/// Whether `ERRORS` documents this fault with this body. 405 answers a method no operation
+/// has, and 499 a client that left, so no operation documents them.
+fn documented(fault: Fault, shape: Shape) -> bool {
+    matches!(fault, Fault::MethodNotAllowed | Fault::ClientClosed)
         || ERRORS
             .iter()
-            .any(|(s, _, shapes)| *s == status.as_u16() && shapes.contains(&shape))
+            .any(|(f, _, shapes)| *f == fault && shapes.contains(&shape))
 }
 
 impl ApiResponse for ApiError {
@@ -859,7 +903,7 @@ impl ApiResponse for ApiError {
         };
         let responses = ERRORS
             .iter()
-            .map(|(status, description, shapes)| {
+            .map(|(fault, description, shapes)| {
                 let schema = match shapes {
                     [one] => schema(*one),
                     many => MetaSchemaRef::Inline(Box::new(MetaSchema {
@@ -869,7 +913,7 @@ impl ApiResponse for ApiError {
                 };
                 MetaResponse {
                     description,
-                    status: Some(*status),
+                    status: Some(fault.status().as_u16()),
                     status_range: None,
                     content: vec![MetaMediaType {
                         content_type: "application/json",
@@ -907,9 +951,10 @@ pub fn from_poem_error(err: poem::Error) -> ApiError {
     let status = err.status();
     match status {
         StatusCode::NOT_FOUND => ApiError::not_found(),
-        StatusCode::METHOD_NOT_ALLOWED => {
-            ApiError::message(status, "The method is not allowed for the requested URL.")
-        }
+        StatusCode::METHOD_NOT_ALLOWED => ApiError::message(
+            Fault::MethodNotAllowed,
+            "The method is not allowed for the requested URL.",
+        ),
         s if s.is_server_error() => ApiError::internal(&err),
         // Parameter and payload errors from poem-openapi: 400 with its explanation.
         _ => ApiError::bad_request(err.to_string()),

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
@@ -11,7 +10,7 @@ use poem_openapi::{Object, OpenApi};
 use serde_json::{Map, Value as Json_, json};
 
 use super::Tags;
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::resource;
 use super::temporary_cache::{self as tc, FORM_DATA, FORM_DATA_TTL};
@@ -86,18 +85,14 @@ fn cache_error(d: Denied) -> ApiError {
 /// The commands' own wording (permalinks).
 fn command_error(d: Denied) -> ApiError {
     match d {
-        Denied::DatasetMissing => {
-            ApiError::message(StatusCode::NOT_FOUND, "Dataset does not exist")
+        Denied::DatasetMissing => ApiError::message(Fault::NotFound, "Dataset does not exist"),
+        Denied::ChartMissing => ApiError::message(Fault::NotFound, "Chart not found."),
+        Denied::DatasetForbidden => {
+            ApiError::message(Fault::Forbidden, "You don't have access to this dataset.")
         }
-        Denied::ChartMissing => ApiError::message(StatusCode::NOT_FOUND, "Chart not found."),
-        Denied::DatasetForbidden => ApiError::message(
-            StatusCode::FORBIDDEN,
-            "You don't have access to this dataset.",
-        ),
-        Denied::ChartForbidden => ApiError::message(
-            StatusCode::FORBIDDEN,
-            "You don't have access to this chart.",
-        ),
+        Denied::ChartForbidden => {
+            ApiError::message(Fault::Forbidden, "You don't have access to this chart.")
+        }
     }
 }
 
@@ -326,7 +321,7 @@ impl ExploreApi {
                 .and_then(|e| serde_json::from_str::<Json_>(&e.value).ok())
                 .ok_or_else(|| {
                     ApiError::message(
-                        StatusCode::NOT_FOUND,
+                        Fault::NotFound,
                         "An error occurred while accessing the value.",
                     )
                 })?;
@@ -433,7 +428,7 @@ impl ExploreApi {
                             dataset = id
                         );
                         return Err(ApiError::superset_error(
-                            StatusCode::FORBIDDEN,
+                            Fault::Forbidden,
                             "DATASOURCE_SECURITY_ACCESS_ERROR",
                             "warning",
                             format!(

@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem::{Request, RequestBody};
 use poem_openapi::registry::{MetaMediaType, MetaRequest, MetaSecurityScheme, Registry};
 use poem_openapi::types::Type;
@@ -11,7 +10,7 @@ use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
 
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use crate::auth::{Principal, SessionData, session::SESSION_COOKIE};
 use crate::state::AppState;
 
@@ -195,10 +194,7 @@ pub async fn drain_reader(reader: impl tokio::io::AsyncRead + Unpin) {
 
 /// The answer to a body that did not arrive by its deadline (`http.read_timeout_secs`).
 pub fn too_slow() -> ApiError {
-    ApiError::message(
-        StatusCode::REQUEST_TIMEOUT,
-        "The request body was not received in time",
-    )
+    ApiError::message(Fault::Timeout, "The request body was not received in time")
 }
 
 /// A body that could not be read: too slow (408) or broken off (400).
@@ -237,7 +233,7 @@ pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
     // Every request body is a JSON object; serde would otherwise accept an array for a struct.
     if !value.is_object() {
         return Err(ApiError::fields(
-            StatusCode::BAD_REQUEST,
+            Fault::BadRequest,
             json!({"_schema": ["Invalid input type."]}),
         ));
     }
@@ -247,7 +243,7 @@ pub fn parse_value<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
         let (field, message) = marshmallow_message(&path, &inner);
         let mut fields = Map::new();
         fields.insert(field, json!([message]));
-        ApiError::fields(StatusCode::BAD_REQUEST, Value::Object(fields))
+        ApiError::fields(Fault::BadRequest, Value::Object(fields))
     })
 }
 
@@ -307,7 +303,7 @@ pub async fn until_gone<T, E: Into<ApiError>>(
             tracing::info!(message = "Client went away; its queries were cancelled.");
             // nginx's "client closed request"; nobody reads it.
             Err(ApiError::message(
-                StatusCode::from_u16(499).unwrap_or(StatusCode::BAD_REQUEST),
+                Fault::ClientClosed,
                 "Client closed request",
             ))
         }
@@ -335,7 +331,7 @@ mod tests {
     #[test]
     fn missing_field_reads_like_marshmallow() {
         let e = parse_value::<Login>(json!({})).unwrap_err();
-        assert_eq!(e.status, StatusCode::BAD_REQUEST);
+        assert_eq!(e.fault, Fault::BadRequest);
         assert_eq!(
             message_of(e),
             json!({"username": ["Missing data for required field."]})

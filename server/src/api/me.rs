@@ -3,14 +3,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
 use poem_openapi::{Object, OpenApi};
 use serde_json::Value;
 
 use super::Tags;
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::Auth;
 use crate::auth::{CurrentUser, Principal};
 use crate::state::AppState;
@@ -73,10 +72,7 @@ fn current(principal: &Principal) -> Result<&Arc<CurrentUser>, ApiError> {
     match principal {
         Principal::User(u) => Ok(u),
         Principal::Rejected(e) => Err(ApiError::from(crate::auth::Error::clone_of(e))),
-        Principal::Anonymous => Err(ApiError::message(
-            StatusCode::UNAUTHORIZED,
-            "Not authorized",
-        )),
+        Principal::Anonymous => Err(ApiError::message(Fault::Unauthorized, "Not authorized")),
     }
 }
 

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use poem::http::{Method, StatusCode, Uri, header};
+use poem::http::{Method, Uri, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use tokio::io::AsyncReadExt;
 use tracing::Instrument;
 
-use super::error::{ApiError, from_poem_error};
+use super::error::{ApiError, Fault, from_poem_error};
 use super::extract::{self, read_limited};
 use crate::state::AppState;
 
@@ -128,7 +128,7 @@ pub async fn limit_body<E: Endpoint>(ep: Arc<E>, mut req: Request) -> poem::Resu
         let Ok(_permit) = state.unauthenticated_bodies.try_acquire_many(want) else {
             tracing::warn!(message = "Too many unauthenticated request bodies in flight.");
             let mut resp = close(ApiError::message(
-                StatusCode::SERVICE_UNAVAILABLE,
+                Fault::Busy,
                 "The server is busy, try again shortly",
             ));
             resp.headers_mut()
@@ -201,7 +201,7 @@ fn close(e: ApiError) -> Response {
 
 fn too_large_unauthenticated(limit: u64) -> ApiError {
     ApiError::message(
-        StatusCode::PAYLOAD_TOO_LARGE,
+        Fault::TooLarge,
         format!("Request payload is larger than {limit} bytes: sign in first"),
     )
 }

@@ -11,7 +11,7 @@ use poem_openapi::payload::Json;
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::listquery;
 use super::resource::{self, Spec};
@@ -202,7 +202,7 @@ impl QueryApi {
             listquery::decode_q(q.0.as_deref()).map_err(|e| ApiError::bad_request(e.message()))?;
         let Some(ms) = v.get("last_updated_ms").and_then(Json_::as_f64) else {
             return Err(ApiError::fields(
-                poem::http::StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"last_updated_ms": ["Missing data for required field."]}),
             ));
         };

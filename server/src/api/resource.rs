@@ -8,12 +8,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{NaiveDateTime, Utc};
-use poem::http::StatusCode;
 use poem_openapi::ApiResponse;
 use poem_openapi::payload::Json;
 use serde_json::{Map, Value as Json_, json};
 
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::Auth;
 use super::listquery::{
     self, FAB_API_MAX_PAGE_SIZE, FAB_DEFAULT_PAGE_SIZE, Filter, ListQuery, QError,
@@ -861,7 +860,7 @@ pub async fn related(
         .unwrap_or_default();
     if page.is_some() && !include.is_empty() {
         return Err(ApiError::message(
-            StatusCode::UNPROCESSABLE_ENTITY,
+            Fault::Unprocessable,
             "include_ids is not compatible with page",
         ));
     }
@@ -925,7 +924,7 @@ fn field_error(errors: &mut Map<String, Json_>, key: &str, msg: &str) {
 pub fn changes_from_body(spec: &Spec, body: &Json_, create: bool) -> Result<Changes, ApiError> {
     let Some(obj) = body.as_object() else {
         return Err(ApiError::fields(
-            StatusCode::BAD_REQUEST,
+            Fault::BadRequest,
             json!({"_schema": ["Invalid input type."]}),
         ));
     };
@@ -989,10 +988,7 @@ pub fn changes_from_body(spec: &Spec, body: &Json_, create: bool) -> Result<Chan
     if errors.is_empty() {
         Ok(changes)
     } else {
-        Err(ApiError::fields(
-            StatusCode::BAD_REQUEST,
-            Json_::Object(errors),
-        ))
+        Err(ApiError::fields(Fault::BadRequest, Json_::Object(errors)))
     }
 }
 
@@ -1025,7 +1021,7 @@ pub async fn check_links(state: &AppState, spec: &Spec, changes: &Changes) -> Re
         let found = state.store.existing(target, ids).await?;
         if ids.iter().any(|i| !found.contains(i)) {
             return Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({ f.key: [message] }),
             ));
         }
@@ -1081,7 +1077,7 @@ pub async fn authorized(
     auth.principal
         .user()
         .cloned()
-        .ok_or_else(|| ApiError::message(StatusCode::UNAUTHORIZED, "Not authorized"))
+        .ok_or_else(|| ApiError::message(Fault::Unauthorized, "Not authorized"))
 }
 
 /// 404 when the record does not exist, `denied` when it is outside `scope`.
@@ -1121,7 +1117,7 @@ pub async fn ensure_changeable(
     for rec in &recs {
         if !can_change(user, rec) {
             return Err(ApiError::message(
-                StatusCode::FORBIDDEN,
+                Fault::Forbidden,
                 format!("Changing this {} is forbidden", spec.noun),
             ));
         }

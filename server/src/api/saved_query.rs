@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use chrono::NaiveDateTime;
-use poem::http::StatusCode;
 use poem_openapi::OpenApi;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
@@ -12,7 +11,7 @@ use serde_json::{Value as Json_, json};
 
 use super::Tags;
 use super::bundles::{self, ImportForm, ZipFile};
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::listquery;
 use super::resource::{self, BodyField, BodyType, Spec, body, common_computed, humanize};
@@ -215,7 +214,7 @@ impl SavedQueryApi {
             let found = self.state.store.existing(&DATABASE, &[*db]).await?;
             if !found.contains(db) {
                 return Err(ApiError::fields(
-                    StatusCode::UNPROCESSABLE_ENTITY,
+                    Fault::Unprocessable,
                     json!({"db_id": ["Database does not exist"]}),
                 ));
             }
@@ -228,7 +227,7 @@ impl SavedQueryApi {
             for (k, v) in obj {
                 if v.as_str().is_some_and(|s| s.contains('\0')) {
                     return Err(ApiError::fields(
-                        StatusCode::BAD_REQUEST,
+                        Fault::BadRequest,
                         json!({ k: ["Must not contain a NUL character."] }),
                     ));
                 }

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use poem::Request;
-use poem::http::StatusCode;
 use poem_openapi::payload::Json;
 use poem_openapi::types::Any;
 use poem_openapi::{ApiResponse, Object, OpenApi};
@@ -12,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Tags;
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::session::{session_cookie, session_with_csrf};
 use crate::state::AppState;
@@ -102,10 +101,7 @@ impl SecurityApi {
             problems.insert("provider".into(), json!(["Must be one of: db, ldap."]));
         }
         if !problems.is_empty() {
-            return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
-                Value::Object(problems),
-            ));
+            return Err(ApiError::fields(Fault::BadRequest, Value::Object(problems)));
         }
         if b.provider != "db" {
             return Err(ApiError::bad_request(

@@ -7,14 +7,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 use serde_json::json;
 
 use super::Tags;
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::Auth;
 use super::listquery;
 use super::resource;
@@ -197,7 +196,7 @@ impl SpaApi {
         }
         if lang.0 != "en" {
             return Err(ApiError::message(
-                StatusCode::NOT_FOUND,
+                Fault::NotFound,
                 "Language pack doesn't exist on the server",
             ));
         }

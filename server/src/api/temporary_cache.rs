@@ -8,10 +8,9 @@
 //! replica's memory, so every replica answers every key.
 
 use chrono::{Duration, Utc};
-use poem::http::StatusCode;
 use serde_json::{Value as Json_, json};
 
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::Auth;
 use crate::state::AppState;
 use crate::store::key_value::KvEntry;
@@ -33,14 +32,14 @@ pub const DASHBOARD_PERMALINK: &str = "dashboard_permalink";
 /// Superset's `TemporaryCacheAccessDeniedError`.
 pub fn access_denied() -> ApiError {
     ApiError::message(
-        StatusCode::FORBIDDEN,
+        Fault::Forbidden,
         "You don't have permission to modify the value.",
     )
 }
 
 /// Superset's `TemporaryCacheResourceNotFoundError`.
 pub fn resource_not_found() -> ApiError {
-    ApiError::message(StatusCode::NOT_FOUND, "Resource was not found.")
+    ApiError::message(Fault::NotFound, "Resource was not found.")
 }
 
 /// A new random URL-safe key (128 bits: a key is all it takes to read an entry).
@@ -55,7 +54,7 @@ pub fn check_json(value: &str, field: Option<&str>) -> Result<(), ApiError> {
     let fail = |msg: String| {
         let list = json!([msg]);
         ApiError::fields(
-            StatusCode::BAD_REQUEST,
+            Fault::BadRequest,
             match field {
                 Some(f) => json!({ f: list }),
                 None => list,
@@ -99,7 +98,7 @@ pub fn int_field(body: &Json_, field: &str, required: bool) -> Result<Option<i64
 
 /// `{"message": {field: [msg]}}` with 400.
 pub fn field_error(field: &str, msg: &str) -> ApiError {
-    ApiError::fields(StatusCode::BAD_REQUEST, json!({ field: [msg] }))
+    ApiError::fields(Fault::BadRequest, json!({ field: [msg] }))
 }
 
 /// The caller's user id (`None` for the anonymous Public user).
@@ -270,7 +269,7 @@ mod tests {
         assert!(check_json("{\"a\": 1}", Some("value")).is_ok());
         assert!(check_json("[]", None).is_ok());
         let err = check_json("{oops", Some("value")).unwrap_err();
-        assert_eq!(err.status, StatusCode::BAD_REQUEST);
+        assert_eq!(err.fault, Fault::BadRequest);
         assert_eq!(
             err.body,
             super::super::error::ErrorBody::Message(json!({"value": ["JSON not valid"]}))

@@ -4,14 +4,13 @@
 
 use std::sync::Arc;
 
-use poem::http::StatusCode;
 use poem_openapi::param::{Path, Query};
 use poem_openapi::payload::Json;
 use poem_openapi::{Object, OpenApi};
 use serde_json::{Value as Json_, json};
 
 use super::Tags;
-use super::error::ApiError;
+use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::resource::{self, BodyField, BodyType, Spec, body};
 use super::wire::{
@@ -259,7 +258,7 @@ impl UsersApi {
             && Some(other) != id
         {
             return Err(ApiError::fields(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 json!({ field: [format!("{} already exists", resource::label(field))] }),
             ));
         }
@@ -280,14 +279,14 @@ impl UsersApi {
             Some(Json_::String(p)) if !p.is_empty() => Some(p.clone()),
             Some(_) => {
                 return Err(ApiError::fields(
-                    StatusCode::BAD_REQUEST,
+                    Fault::BadRequest,
                     json!({"password": ["Not a valid string."]}),
                 ));
             }
         };
         if id.is_none() && password.is_none() {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"password": ["Missing data for required field."]}),
             ));
         }
@@ -435,7 +434,7 @@ impl UsersApi {
         self.exists(&USERS, pk.0).await?;
         if pk.0 == me.user.id {
             return Err(ApiError::message(
-                StatusCode::UNPROCESSABLE_ENTITY,
+                Fault::Unprocessable,
                 "You cannot delete yourself",
             ));
         }
@@ -582,13 +581,13 @@ impl UsersApi {
             .and_then(|a| a.iter().map(Json_::as_i64).collect());
         let Some(ids) = ids else {
             return Err(ApiError::fields(
-                StatusCode::BAD_REQUEST,
+                Fault::BadRequest,
                 json!({"permission_view_menu_ids": ["Missing data for required field."]}),
             ));
         };
         let found = self.state.store.existing(&PERMISSION_VIEW, &ids).await?;
         if ids.iter().any(|i| !found.contains(i)) {
-            return Err(ApiError::message(StatusCode::NOT_FOUND, "Not found"));
+            return Err(ApiError::message(Fault::NotFound, "Not found"));
         }
         self.state.store.grant(pk.0, &ids, true).await?;
         Ok(ResultOf::json(PermissionViewMenuIds {
