@@ -6,6 +6,12 @@
 #![recursion_limit = "256"]
 
 use std::path::PathBuf;
+
+/// mimalloc instead of glibc malloc: a request allocates many small, short-lived buffers
+/// across worker threads, where glibc's arenas cost a quarter of the server's CPU
+/// (BENCHMARKS.md, chart-data CPU per request).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
