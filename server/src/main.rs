@@ -6,12 +6,6 @@
 #![recursion_limit = "256"]
 
 use std::path::PathBuf;
-
-/// mimalloc instead of glibc malloc: a request allocates many small, short-lived buffers
-/// across worker threads, where glibc's arenas cost a quarter of the server's CPU
-/// (BENCHMARKS.md, chart-data CPU per request).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
@@ -19,6 +13,30 @@ use liteset::app::{self, StartError};
 use liteset::auth::catalog;
 use liteset::config::{Config, LogFormat, Overrides};
 use liteset::store::NewUser;
+
+/// mimalloc instead of glibc malloc: a request allocates many small, short-lived buffers
+/// across worker threads, where glibc's arenas cost a quarter of the server's CPU
+/// (BENCHMARKS.md, chart-data CPU per request).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc.h's `mi_option_t`, which libmimalloc-sys does not
+/// name. It is 15 in v2 and v3: mimalloc keeps retired options as `deprecated_*` placeholders
+/// so that the numbers stay part of its ABI.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Freed memory goes back to the OS at once instead of after mimalloc's default delay of a
+/// second, and whether or not the freeing thread allocates again: a refused 100 MB result
+/// must not stay resident (`security::engines::huge_results_…_memory_stays_bounded`). The
+/// CPU this costs is in BENCHMARKS.md (chart-data CPU per request).
+fn release_freed_memory_at_once() {
+    // SAFETY: `mi_option_set` only stores an integer in mimalloc's option table; any option
+    // index below `_mi_option_last` and any value are valid, and it is thread-safe.
+    #[allow(unsafe_code)]
+    unsafe {
+        libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+    }
+}
 
 /// A Superset-compatible BI server on one async process.
 #[derive(Parser)]
@@ -87,6 +105,7 @@ struct CreateAdmin {
 }
 
 fn main() -> ExitCode {
+    release_freed_memory_at_once();
     let cli = Cli::parse();
     if let Command::Plugin(command) = cli.command {
         return plugin(command, cli.log_format.unwrap_or_default());
