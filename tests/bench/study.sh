@@ -8,7 +8,7 @@
 #   SCENARIOS="s3" DURATION=60s bash tests/bench/study.sh
 #   SF=0.1 OUT=bench-results bash tests/bench/study.sh
 #   SCENARIOS=s3 DELAYS=100,500 S3_DURATION=30s bash tests/bench/study.sh
-#   LITESET_BIN=/tmp/before/liteset LITESET_LOAD_BIN=/tmp/before/liteset-load bash tests/bench/study.sh
+#   STUDY_LITESET_BIN=/tmp/before/liteset STUDY_LOAD_BIN=/tmp/before/liteset-load bash tests/bench/study.sh
 #
 # Everything runs on this machine: the harness, the server and PostgreSQL share its cores.
 set -euo pipefail
@@ -23,12 +23,12 @@ S3_DURATION="${S3_DURATION:-$DURATION}"
 OUT="${OUT:-bench-results/$(date -u +%Y%m%dT%H%M%SZ)}"
 log() { printf '[study] %s\n' "$*" >&2; }
 
-# LITESET_BIN / LITESET_LOAD_BIN bench prebuilt binaries (e.g. two commits back to back).
-if [[ -z "${LITESET_BIN:-}" || -z "${LITESET_LOAD_BIN:-}" ]]; then
+# STUDY_LITESET_BIN / STUDY_LOAD_BIN bench prebuilt binaries (e.g. two commits back to back).
+if [[ -z "${STUDY_LITESET_BIN:-}" || -z "${STUDY_LOAD_BIN:-}" ]]; then
     cargo build --release -q -p liteset --bin liteset -p liteset-load --bin liteset-load
 fi
-BIN="${LITESET_BIN:-$CARGO_TARGET_DIR/release/liteset}"
-LOAD="${LITESET_LOAD_BIN:-$CARGO_TARGET_DIR/release/liteset-load}"
+BIN="${STUDY_LITESET_BIN:-$CARGO_TARGET_DIR/release/liteset}"
+LOAD="${STUDY_LOAD_BIN:-$CARGO_TARGET_DIR/release/liteset-load}"
 
 # shellcheck source=tests/pg.sh
 source tests/pg.sh

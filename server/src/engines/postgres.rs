@@ -643,8 +643,7 @@ async fn run_statement(
         return Err(EngineError::other("connection already released"));
     };
     // Requests on one connection are pipelined: BEGIN and the prepare share a round trip, and
-    // ROLLBACK and DISCARD ALL (sent only once the Execute is on the wire) overlap reading the
-    // rows.
+    // Bind/Execute, ROLLBACK and DISCARD ALL share the next one, overlapping reading the rows.
     let stmt = if opts.read_only {
         flight.in_transaction = true;
         let (begin, stmt) = tokio::join!(conn.batch_execute("BEGIN READ ONLY"), conn.prepare(sql));
@@ -667,13 +666,14 @@ async fn run_statement(
         })
         .collect::<Vec<_>>();
     let width = columns.len();
-    // Returns once the server acknowledged the Bind, so the Execute precedes the ROLLBACK.
-    let stream = conn
-        .query_raw(&stmt, std::iter::empty::<i32>())
-        .await
-        .map_err(map)?;
     let mut budget = Budget::new(pool.max_result_bytes);
     let read = async {
+        // Polled first: Bind/Execute are queued before the ROLLBACK and DISCARD ALL below, so
+        // all three leave in one write and the server runs them in that order.
+        let stream = conn
+            .query_raw(&stmt, std::iter::empty::<i32>())
+            .await
+            .map_err(map)?;
         futures_util::pin_mut!(stream);
         let mut rows = Vec::new();
         while let Some(row) = stream.try_next().await.map_err(map)? {
@@ -695,9 +695,10 @@ async fn run_statement(
         Ok::<_, EngineError>(rows)
     };
     // A read-only transaction is rolled back, never committed: whatever it changed in the
-    // session (`set_config(…, false)`) is undone. `try_join` gives up on the pipelined requests
-    // as soon as reading fails (their answers are discarded by tokio-postgres), so a result
-    // past its budget is cancelled at once instead of being drained.
+    // session (`set_config(…, false)`) is undone. `try_join` polls `read` first (see there) and
+    // gives up on the pipelined requests as soon as reading fails (their answers are discarded
+    // by tokio-postgres), so a result past its budget is cancelled at once instead of being
+    // drained.
     let end = async {
         if opts.read_only {
             conn.batch_execute("ROLLBACK").await.map_err(map)?;
