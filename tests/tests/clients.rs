@@ -31,6 +31,39 @@ async fn sales_database() -> String {
     url
 }
 
+/// Runs `tests/clients/<script>` with `python` against `server` as admin, `analytics` as the
+/// database URI to create, and `env`; asserts it succeeded (`what` names it in the failure,
+/// with its output and the server's log) and returns its stdout.
+async fn run_script(
+    python: &str,
+    script: &str,
+    server: &TestServer,
+    analytics: &str,
+    env: &[(&str, &str)],
+    what: &str,
+) -> String {
+    let path = format!("{}/clients/{script}", env!("CARGO_MANIFEST_DIR"));
+    let out = tokio::process::Command::new(python)
+        .arg(path)
+        .env("LITESET_URL", server.base_url())
+        .env("LITESET_USER", "admin")
+        .env("LITESET_PASSWORD", ADMIN_PASSWORD)
+        .env("ANALYTICS_URI", analytics)
+        .envs(env.iter().copied())
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success(),
+        "{what} failed:\n{stdout}\n{stderr}\n--- server log ---\n{}",
+        server.logs()
+    );
+    stdout
+}
+
 #[tokio::test]
 async fn pypi_superset_clients_log_in_list_create_read_and_update() {
     let Ok(python) = std::env::var("LITESET_TEST_CLIENTS_PYTHON") else {
@@ -42,25 +75,15 @@ async fn pypi_superset_clients_log_in_list_create_read_and_update() {
         .start()
         .await
         .unwrap();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/clients/clients_test.py");
-    let out = tokio::process::Command::new(python)
-        .arg(script)
-        .env("LITESET_URL", server.base_url())
-        .env("LITESET_USER", "admin")
-        .env("LITESET_PASSWORD", ADMIN_PASSWORD)
-        .env("ANALYTICS_URI", &url)
-        .env("LITESET_CLIENTS_KEEP_GOING", "1")
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("{stdout}");
-    assert!(
-        out.status.success(),
-        "clients failed:\n{stdout}\n{stderr}\n--- server log ---\n{}",
-        server.logs()
-    );
+    let stdout = run_script(
+        &python,
+        "clients_test.py",
+        &server,
+        &url,
+        &[("LITESET_CLIENTS_KEEP_GOING", "1")],
+        "clients",
+    )
+    .await;
     for client in [
         "superset-api-client",
         "preset-cli",
@@ -196,33 +219,24 @@ async fn drive_with_generated_client(python: &str, meta: Metadata) {
         "[{meta:?}] {operations} operations in the document, {modules} generated"
     );
 
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/clients/generated_client_test.py"
-    );
     let examples = if meta == Metadata::Sqlite { "1" } else { "0" };
-    let out = tokio::process::Command::new(python)
-        .arg(script)
-        .env("LITESET_URL", server.base_url())
-        .env("LITESET_USER", "admin")
-        .env("LITESET_PASSWORD", ADMIN_PASSWORD)
-        .env("ANALYTICS_URI", &analytics)
-        .env("PYTHONPATH", dir.path())
-        .env("LITESET_EXPECT_EXAMPLES", examples)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .output()
-        .await
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    println!("[{meta:?}] {operations} operations generated\n{stdout}");
-    assert!(
-        out.status.success(),
-        "[{meta:?}] the generated client failed:\n{stdout}\n{stderr}\n--- server log ---\n{}",
-        server.logs()
-    );
+    let package_dir = dir.path().to_string_lossy();
+    println!("[{meta:?}] {operations} operations generated");
+    let stdout = run_script(
+        python,
+        "generated_client_test.py",
+        &server,
+        &analytics,
+        &[
+            ("PYTHONPATH", &package_dir),
+            ("LITESET_EXPECT_EXAMPLES", examples),
+            ("PYTHONDONTWRITEBYTECODE", "1"),
+        ],
+        &format!("[{meta:?}] the generated client"),
+    )
+    .await;
     assert!(
         stdout.contains("[genclient] all ") && stdout.contains(" steps ok"),
-        "[{meta:?}] the script did not finish:\n{stdout}\n{stderr}"
+        "[{meta:?}] the script did not finish:\n{stdout}"
     );
 }
