@@ -15,6 +15,7 @@ pub(crate) mod database;
 mod database_wire;
 pub(crate) mod dataset;
 mod datasource;
+mod document;
 pub mod error;
 mod explore;
 pub mod extract;
@@ -183,7 +184,14 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
 /// The complete application endpoint with its middleware.
 pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
     let api = openapi(&state);
-    let spec = api.spec_endpoint();
+    let document = Arc::new(document::Document::new(&api.spec()));
+    let served = document.clone();
+    let spec = poem::endpoint::make_sync(move |_| {
+        poem::IntoResponse::with_content_type(
+            served.json().to_owned(),
+            "application/json; charset=utf-8",
+        )
+    });
     let swagger = api.swagger_ui();
     let mut route = Route::new().at("/api/v1/_openapi", spec).at(
         "/static/*path",
@@ -198,7 +206,7 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
         .around(middleware::csrf)
         .around(middleware::limit_body)
         .around(middleware::strip_trailing_slash)
-        .around(move |ep, req| middleware::with_state(ep, req, state.clone()))
+        .around(move |ep, req| middleware::with_state(ep, req, state.clone(), document.clone()))
         // A bug that panics in a handler answers 500 "Fatal error" and is logged; the
         // connection and the process live on.
         .with(poem::middleware::CatchPanic::new().with_handler(middleware::panic_response))

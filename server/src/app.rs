@@ -54,11 +54,18 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     // After the store opened: the data folder exists, so the guard resolves its real path.
     let engines =
         crate::engines::Engines::new(config.query.engine_options(""), config.connection_guard());
+    // Catalog copies live as long as cached permissions: that bounds how long another
+    // replica's write takes to show here.
+    let catalog_ttl = Duration::from_secs(config.auth.permission_cache_ttl_secs.max(1));
     let datasources = moka::future::Cache::builder()
         .max_capacity(10_000)
-        .time_to_live(Duration::from_secs(
-            config.auth.permission_cache_ttl_secs.max(1),
-        ))
+        .time_to_live(catalog_ttl)
+        .build();
+    // Bounded by bytes: a chart's stored query context can be large.
+    let charts = moka::future::Cache::builder()
+        .max_capacity(config.query.cache_max_mb * 1024 * 1024 / 4)
+        .weigher(crate::state::SavedChart::weight)
+        .time_to_live(catalog_ttl)
         .build();
     let runner = crate::query::runner::Runner::new(
         engines.clone(),
@@ -93,7 +100,9 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         runner,
         connections: Arc::default(),
         datasources,
+        charts,
         sqllab,
+        catalog_generation: Default::default(),
     }))
 }
 

@@ -104,6 +104,9 @@ pub struct CurrentUser {
     pub roles: Vec<Role>,
     /// Union of the roles' (permission, view_menu) pairs.
     pub permissions: HashSet<(String, String)>,
+    /// [`CurrentUser::grants`], derived once: the user is cached across requests and most
+    /// requests ask several times.
+    grants: std::sync::OnceLock<crate::store::catalog::Grants>,
 }
 
 impl CurrentUser {
@@ -122,7 +125,11 @@ impl CurrentUser {
 
     /// The user's data-access grants (Superset's `all_*_access`, `database_access`,
     /// `schema_access` and `datasource_access` permissions) for scoping catalog lists.
-    pub fn grants(&self) -> crate::store::catalog::Grants {
+    pub fn grants(&self) -> &crate::store::catalog::Grants {
+        self.grants.get_or_init(|| self.derive_grants())
+    }
+
+    fn derive_grants(&self) -> crate::store::catalog::Grants {
         let views = |perm: &str| -> Vec<String> {
             self.permissions
                 .iter()
@@ -380,6 +387,7 @@ impl AuthService {
                     user,
                     roles,
                     permissions,
+                    grants: Default::default(),
                 }))
             })
             .await

@@ -312,3 +312,90 @@ both_backends! {
 
 /// Distinct enough that finding it in a log can only mean it leaked.
 const DISTINCT_ADMIN_PASSWORD: &str = "Adm1n-pw-7c41e9";
+
+/// A token is checked once and remembered, but a remembered token still expires on time and
+/// keeps its type.
+#[tokio::test]
+async fn a_remembered_token_still_expires_and_keeps_its_type() -> anyhow::Result<()> {
+    let server = TestServer::builder().start().await?;
+    let c = server.client();
+    let t = now();
+    let claims = |kind: &str, exp: i64| {
+        json!({"fresh": true, "iat": t, "jti": "j", "type": kind, "sub": "1", "nbf": t,
+               "csrf": "c", "exp": exp})
+    };
+    let short = forge_token(claims("access", t + 2), SECRET_KEY);
+    for _ in 0..2 {
+        let s = c
+            .get(server.url("/api/v1/me/"))
+            .bearer_auth(&short)
+            .send()
+            .await?
+            .status();
+        assert_eq!(s, StatusCode::OK);
+    }
+    while now() <= t + 2 {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let (s, b) = status_json(
+        c.get(server.url("/api/v1/me/"))
+            .bearer_auth(&short)
+            .send()
+            .await?,
+    )
+    .await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::UNAUTHORIZED,
+            json!({"msg": "Token has expired"})
+        )
+    );
+
+    // A refresh token remembered by /refresh is still no access token, and the other way round.
+    let refresh = forge_token(claims("refresh", t + 600), SECRET_KEY);
+    let s = c
+        .post(server.url("/api/v1/security/refresh"))
+        .bearer_auth(&refresh)
+        .send()
+        .await?
+        .status();
+    assert_eq!(s, StatusCode::OK);
+    let (s, b) = status_json(
+        c.get(server.url("/api/v1/me/"))
+            .bearer_auth(&refresh)
+            .send()
+            .await?,
+    )
+    .await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"msg": "Only non-refresh tokens are allowed"})
+        )
+    );
+    let access = forge_token(claims("access", t + 600), SECRET_KEY);
+    let s = c
+        .get(server.url("/api/v1/me/"))
+        .bearer_auth(&access)
+        .send()
+        .await?
+        .status();
+    assert_eq!(s, StatusCode::OK);
+    let (s, b) = status_json(
+        c.post(server.url("/api/v1/security/refresh"))
+            .bearer_auth(&access)
+            .send()
+            .await?,
+    )
+    .await;
+    assert_eq!(
+        (s, b),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            json!({"msg": "Only refresh tokens are allowed"})
+        )
+    );
+    Ok(())
+}

@@ -282,6 +282,39 @@ async fn saved_charts_cache_keys_access_and_hostile_fragments() {
     assert_eq!(s, StatusCode::OK);
     assert_eq!(csv["raw"], "city,COUNT(*)\nParis,2\n,1\n");
 
+    // The chart's definition is cached between requests, but an edit shows on the next one and
+    // a deleted chart is gone at once.
+    let mut descending = by_city.clone();
+    descending["queries"][0]["orderby"] = json!([["city", false]]);
+    let (s, b) = api
+        .put(
+            &format!("/api/v1/chart/{chart}"),
+            json!({"query_context": descending.to_string()}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{b}");
+    let (_, edited) = api.get(&format!("/api/v1/chart/{chart}/data/")).await;
+    assert_eq!(
+        edited["result"][0]["data"],
+        json!([{"city": null, "count": 1}, {"city": "Paris", "count": 2}]),
+        "{edited}"
+    );
+    let (s, copy) = api
+        .post(
+            "/api/v1/chart/",
+            json!({"slice_name": "copy", "datasource_id": ds, "datasource_type": "table",
+                   "viz_type": "table", "query_context": by_city.to_string()}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{copy}");
+    let copy = copy["id"].as_i64().expect("id");
+    let (s, _) = api.get(&format!("/api/v1/chart/{copy}/data/")).await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, _) = api.delete(&format!("/api/v1/chart/{copy}")).await;
+    assert_eq!(s, StatusCode::OK);
+    let (s, gone) = api.get(&format!("/api/v1/chart/{copy}/data/")).await;
+    assert_eq!(s, StatusCode::NOT_FOUND, "{gone}");
+
     // Quotes in values are escaped, not interpreted.
     let (_, obrien) = api
         .post(

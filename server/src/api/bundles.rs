@@ -128,7 +128,7 @@ impl UserAccess {
             }
         }
         Ok(UserAccess {
-            grants: user.grants(),
+            grants: user.grants().clone(),
             user,
             writable,
         })

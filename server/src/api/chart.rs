@@ -291,7 +291,7 @@ impl ChartApi {
         let Some(id) = id.filter(|id| *id > 0) else {
             return Err(ApiError::not_found());
         };
-        let scope = catalog::chart_scope(&user.grants());
+        let scope = catalog::chart_scope(user.grants());
         let owned = catalog::chart_owned_or_created_by(user.user.id);
         let reach = Pred::Or(vec![scope, owned]);
         resource::in_reach(&self.state, &CHART, id, &reach, resource::forbidden).await
@@ -311,7 +311,7 @@ impl ChartApi {
             && self
                 .state
                 .store
-                .reach(&DATASET, *ds, &catalog::dataset_scope(&user.grants()))
+                .reach(&DATASET, *ds, &catalog::dataset_scope(user.grants()))
                 .await?
                 == Some(false)
         {
@@ -402,7 +402,7 @@ impl ChartApi {
         token: Query<Option<String>>,
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
-        let scope = catalog::chart_scope(&user.grants());
+        let scope = catalog::chart_scope(user.grants());
         let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
         bundles::export(&self.state, Kind::Chart, &ids, token.0).await
     }
@@ -465,7 +465,7 @@ impl ChartApi {
         q: Query<Option<String>>,
     ) -> Result<Reply<List<Chart>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::chart_scope(&user.grants());
+        let scope = catalog::chart_scope(user.grants());
         resource::list(
             &self.state,
             &SPEC,
@@ -514,7 +514,7 @@ impl ChartApi {
         q: Query<Option<String>>,
     ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::chart_scope(&user.grants());
+        let scope = catalog::chart_scope(user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
 

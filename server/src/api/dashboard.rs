@@ -318,7 +318,7 @@ impl DashboardApi {
         token: Query<Option<String>>,
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
-        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
         let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
         bundles::export(&self.state, Kind::Dashboard, &ids, token.0).await
     }
@@ -381,7 +381,7 @@ impl DashboardApi {
         q: Query<Option<String>>,
     ) -> Result<Reply<List<Dashboard>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
         resource::list(
             &self.state,
             &SPEC,
@@ -434,7 +434,7 @@ impl DashboardApi {
         q: Query<Option<String>>,
     ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
 
@@ -531,7 +531,7 @@ impl DashboardApi {
         // Only the datasets the caller may read: Superset lists every dataset of the
         // dashboard's charts, columns and all, to anyone who may open the dashboard; charts
         // on the others fail their data request anyway, so nothing the app needs is lost.
-        let scope = catalog::dataset_scope(&user.grants());
+        let scope = catalog::dataset_scope(user.grants());
         let mut reachable = Vec::with_capacity(ds.len());
         for d in ds {
             if self
@@ -645,7 +645,7 @@ impl DashboardApi {
         let id = pk.0.parse::<i64>().map_err(|_| ApiError::not_found())?;
         // Superset finds the dashboard through its access filter (404), then checks
         // ownership (403).
-        let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
         if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
             return Err(ApiError::not_found());
         }

@@ -189,7 +189,7 @@ pub struct DatabaseApi {
 impl DatabaseApi {
     /// 404 unless the database exists and is in the user's reach.
     async fn resolve(&self, id: i64, user: &CurrentUser) -> Result<i64, ApiError> {
-        let scope = catalog::database_scope(&user.grants());
+        let scope = catalog::database_scope(user.grants());
         resource::in_reach(&self.state, &DATABASE, id, &scope, resource::forbidden).await
     }
 
@@ -365,7 +365,7 @@ impl TableReach {
             .map(str::to_owned)
             .collect();
         let scope = Pred::And(vec![
-            catalog::dataset_scope(&g),
+            catalog::dataset_scope(g),
             catalog::datasets_in_database(db),
         ]);
         let (_, ids) = state.store.list_ids(&DATASET, &scope, None, None).await?;
@@ -443,7 +443,7 @@ impl DatabaseApi {
         token: Query<Option<String>>,
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
-        let scope = catalog::database_scope(&user.grants());
+        let scope = catalog::database_scope(user.grants());
         let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
         bundles::export(&self.state, Kind::Database, &ids, token.0).await
     }
@@ -463,7 +463,7 @@ impl DatabaseApi {
         q: Query<Option<String>>,
     ) -> Result<Reply<List<Database>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::database_scope(&user.grants());
+        let scope = catalog::database_scope(user.grants());
         resource::list(
             &self.state,
             &SPEC,
@@ -516,7 +516,7 @@ impl DatabaseApi {
         q: Query<Option<String>>,
     ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::database_scope(&user.grants());
+        let scope = catalog::database_scope(user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
 

@@ -478,7 +478,7 @@ pub struct DatasetApi {
 
 impl DatasetApi {
     async fn resolve(&self, id: i64, user: &CurrentUser) -> Result<i64, ApiError> {
-        let scope = catalog::dataset_scope(&user.grants());
+        let scope = catalog::dataset_scope(user.grants());
         resource::in_reach(&self.state, &DATASET, id, &scope, resource::forbidden).await
     }
 
@@ -698,7 +698,7 @@ impl DatasetApi {
         token: Query<Option<String>>,
     ) -> Result<ZipFile, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_export", SPEC.view_menu).await?;
-        let scope = catalog::dataset_scope(&user.grants());
+        let scope = catalog::dataset_scope(user.grants());
         let ids = bundles::export_ids(&self.state, SPEC.model, q.0.as_deref(), &scope).await?;
         bundles::export(&self.state, Kind::Dataset, &ids, token.0).await
     }
@@ -718,7 +718,7 @@ impl DatasetApi {
         q: Query<Option<String>>,
     ) -> Result<Reply<List<Dataset>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::dataset_scope(&user.grants());
+        let scope = catalog::dataset_scope(user.grants());
         resource::list(
             &self.state,
             &SPEC,
@@ -771,7 +771,7 @@ impl DatasetApi {
         q: Query<Option<String>>,
     ) -> Result<Json<DistinctResponse>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", SPEC.view_menu).await?;
-        let scope = catalog::dataset_scope(&user.grants());
+        let scope = catalog::dataset_scope(user.grants());
         resource::distinct(&self.state, &SPEC, &col.0, q.0.as_deref(), scope).await
     }
 
@@ -1034,7 +1034,7 @@ impl DatasetApi {
         let dashboard = super::listquery::parse_drill_info_query(q.0.as_deref())
             .map_err(|e| ApiError::bad_request(e.message()))?;
         let id = pk.0;
-        let scope = catalog::dataset_scope(&user.grants());
+        let scope = catalog::dataset_scope(user.grants());
         if self.state.store.reach(&DATASET, id, &scope).await? != Some(true) {
             let Some(dashboard) = dashboard else {
                 return Err(ApiError::not_found());

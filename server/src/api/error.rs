@@ -882,10 +882,95 @@ const ERRORS: &[(Fault, &str, &[Shape])] = &[
     ),
 ];
 
+/// An operation of the document, as far as its error responses depend on it.
+#[derive(Clone, Copy, Debug)]
+pub struct Operation<'a> {
+    /// `operationId`.
+    pub id: &'a str,
+    /// The HTTP method, upper case.
+    pub method: &'a str,
+    /// The path template (`/api/v1/chart/{pk}`).
+    pub path: &'a str,
+    /// Whether it takes any path, query or body parameter.
+    pub takes_input: bool,
+}
+
+/// Operations that check a password, and so count failed attempts (429).
+const PASSWORD_CHECKS: &[&str] = &["security_login", "web_login"];
+/// Operations that read SQL Lab's stored results, which expire (410).
+const STORED_RESULTS: &[&str] = &["sqllab_results", "sqllab_export"];
+/// Path prefixes of the operations that run queries in an analytical database or call a
+/// plugin, either of which has a deadline (408).
+const RUNS_QUERIES: &[&str] = &[
+    "/api/v1/chart/",
+    "/api/v1/database/",
+    "/api/v1/dataset/",
+    "/api/v1/sqllab/",
+    "/api/v1/explore/",
+    "/api/v1/plugin",
+];
+
+impl Operation<'_> {
+    /// The faults this operation answers with: the error responses the document lists for it,
+    /// and the only ones the server may send for it (`api::document` checks each answer).
+    pub fn faults(&self) -> Vec<Fault> {
+        // Any operation: a malformed request or failed CSRF check, missing or invalid
+        // credentials, a missing permission, our own failure, a full queue or pool.
+        let mut faults = vec![
+            Fault::BadRequest,
+            Fault::Unauthorized,
+            Fault::Forbidden,
+            Fault::Unprocessable,
+            Fault::Internal,
+            Fault::Busy,
+        ];
+        // Only something named by the request can be missing.
+        if self.takes_input {
+            faults.push(Fault::NotFound);
+        }
+        let reads_body = matches!(self.method, "POST" | "PUT");
+        if reads_body {
+            faults.push(Fault::TooLarge);
+        }
+        if reads_body || RUNS_QUERIES.iter().any(|p| self.path.starts_with(p)) {
+            faults.push(Fault::Timeout);
+        }
+        if STORED_RESULTS.contains(&self.id) {
+            faults.push(Fault::Gone);
+        }
+        if PASSWORD_CHECKS.contains(&self.id) {
+            faults.push(Fault::TooMany);
+        }
+        faults
+    }
+}
+
+impl Fault {
+    /// The status this fault answers with, as a number.
+    pub fn code(self) -> u16 {
+        self.status().as_u16()
+    }
+
+    /// The fault an answer's status names, if any.
+    pub fn of_status(code: u16) -> Option<Fault> {
+        ERRORS
+            .iter()
+            .map(|(f, _, _)| *f)
+            .chain([Fault::MethodNotAllowed, Fault::ClientClosed])
+            .find(|f| f.code() == code)
+    }
+
+    /// Whether every operation may answer with it without documenting it: 405 answers a
+    /// method no operation has, and 499 a client that left.
+    pub fn undocumented(self) -> bool {
+        matches!(self, Fault::MethodNotAllowed | Fault::ClientClosed)
+    }
+}
+
 /// Whether `ERRORS` documents this fault with this body. 405 answers a method no operation
 /// has, and 499 a client that left, so no operation documents them.
 fn documented(fault: Fault, shape: Shape) -> bool {
-    matches!(fault, Fault::MethodNotAllowed | Fault::ClientClosed)
+    fault.undocumented()
         || ERRORS
             .iter()
             .any(|(f, _, shapes)| *f == fault && shapes.contains(&shape))

@@ -51,7 +51,7 @@ async fn check_access(
     if !["table", "dataset"].contains(&datasource_type) {
         return Err(Denied::DatasetMissing);
     }
-    let scope = catalog::dataset_scope(&user.grants());
+    let scope = catalog::dataset_scope(user.grants());
     match state.store.reach(&DATASET, datasource_id, &scope).await {
         Ok(Some(true)) => {}
         Ok(Some(false)) => return Err(Denied::DatasetForbidden),
@@ -418,7 +418,7 @@ impl ExploreApi {
         let ds_type = ds_type.unwrap_or_else(|| "table".into());
         let dataset = match ds_id {
             Some(id) if ["table", "dataset"].contains(&ds_type.as_str()) => {
-                let scope = catalog::dataset_scope(&user.grants());
+                let scope = catalog::dataset_scope(user.grants());
                 match self.state.store.reach(&DATASET, id, &scope).await? {
                     None => None,
                     Some(true) => Some(super::datasource::dataset_data(&self.state, id).await?),

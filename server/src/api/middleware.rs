@@ -5,11 +5,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use poem::PathPattern;
 use poem::http::{Method, Uri, header};
 use poem::{Endpoint, IntoResponse, Request, Response};
 use tokio::io::AsyncReadExt;
 use tracing::Instrument;
 
+use super::document::Document;
 use super::error::{ApiError, Fault, from_poem_error};
 use super::extract::{self, read_limited};
 use crate::state::AppState;
@@ -328,24 +330,44 @@ pub fn panic_response(panic: Box<dyn std::any::Any + Send + 'static>) -> Respons
     ApiError::internal(&format!("handler panicked: {text}")).into_response()
 }
 
-/// Attaches the shared state for extractors.
+/// Attaches the shared state for extractors, and checks that every error answer is one the
+/// document lists for its operation.
 pub async fn with_state<E: Endpoint>(
     ep: Arc<E>,
     mut req: Request,
     state: Arc<AppState>,
+    document: Arc<Document>,
 ) -> poem::Result<Response> {
     req.extensions_mut().insert(state.clone());
     let changes_catalog = changes_catalog(req.method(), req.uri().path());
+    let method = req.method().clone();
     let resp = ep.call(req).await.map(IntoResponse::into_response);
+    let answered = match &resp {
+        Ok(r) => r.data::<PathPattern>().map(|p| (p, r.status())),
+        Err(e) => e.data::<PathPattern>().map(|p| (p, e.status())),
+    };
+    if let Some((pattern, status)) = answered
+        && !document.documents(method.as_str(), &pattern.0, status.as_u16())
+    {
+        // Debug builds (every test) fail loudly; a release server logs and answers anyway.
+        debug_assert!(
+            false,
+            "{method} {} answered {status}, which its operation does not document",
+            pattern.0
+        );
+        tracing::error!(%method, pattern = %pattern.0, %status, "undocumented error status");
+    }
     if changes_catalog {
-        // Datasets and databases are cached for chart data; any write to them (or an import)
-        // drops this process's copies. Other replicas' copies expire within seconds.
-        state.datasources.invalidate_all();
+        // Charts, datasets and databases are cached for chart data; any write to them (or an
+        // import, or a plugin change) drops this process's copies. Other replicas' copies
+        // expire within seconds.
+        state.catalog_changed();
     }
     resp
 }
 
-/// Whether a request may change a dataset or database definition.
+/// Whether a request may change a chart, dataset or database definition, or the viz plugins
+/// that build a saved chart's query. Charts change through dashboards too (imports, copies).
 fn changes_catalog(method: &poem::http::Method, path: &str) -> bool {
     use poem::http::Method;
     if !matches!(*method, Method::POST | Method::PUT | Method::DELETE) {
@@ -354,7 +376,20 @@ fn changes_catalog(method: &poem::http::Method, path: &str) -> bool {
     let Some(rest) = path.strip_prefix("/api/v1/") else {
         return false;
     };
-    rest.starts_with("dataset") || rest.starts_with("database") || rest.starts_with("assets")
+    // `POST /chart/data` reads: it is the hottest request there is.
+    if rest.starts_with("chart/data") {
+        return false;
+    }
+    [
+        "dataset",
+        "database",
+        "assets",
+        "chart",
+        "dashboard",
+        "plugin",
+    ]
+    .iter()
+    .any(|p| rest.starts_with(p))
 }
 
 #[cfg(test)]
@@ -372,7 +407,16 @@ mod tests {
         assert!(changes_catalog(&Method::POST, "/api/v1/database/import/"));
         assert!(changes_catalog(&Method::POST, "/api/v1/assets/import/"));
         assert!(!changes_catalog(&Method::GET, "/api/v1/dataset/3"));
+        assert!(changes_catalog(&Method::PUT, "/api/v1/chart/7"));
+        assert!(changes_catalog(&Method::DELETE, "/api/v1/chart/?q=!(7)"));
+        assert!(changes_catalog(&Method::POST, "/api/v1/dashboard/import/"));
+        assert!(changes_catalog(&Method::POST, "/api/v1/plugin/"));
         assert!(!changes_catalog(&Method::POST, "/api/v1/chart/data"));
+        assert!(!changes_catalog(
+            &Method::POST,
+            "/api/v1/chart/data?form_data=%7B%7D"
+        ));
+        assert!(!changes_catalog(&Method::GET, "/api/v1/chart/7"));
     }
 
     #[test]

@@ -746,10 +746,10 @@ pub async fn info(
 pub fn reach_scope(user: &CurrentUser, target: &Model) -> Pred {
     let g = user.grants();
     match target.table {
-        "dbs" => catalog::database_scope(&g),
-        "tables" => catalog::dataset_scope(&g),
-        "slices" => catalog::chart_scope(&g),
-        "dashboards" => catalog::dashboard_scope(&g, user.is_admin()),
+        "dbs" => catalog::database_scope(g),
+        "tables" => catalog::dataset_scope(g),
+        "slices" => catalog::chart_scope(g),
+        "dashboards" => catalog::dashboard_scope(g, user.is_admin()),
         _ => Pred::all(),
     }
 }

@@ -357,7 +357,7 @@ impl SqlLabApi {
     async fn bootstrap(&self, auth: Auth) -> Result<Reply<Obj<ResultOf<Bootstrap>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "SQLLab").await?;
         let scope = Pred::And(vec![
-            catalog::database_scope(&user.grants()),
+            catalog::database_scope(user.grants()),
             catalog::database_exposed_in_sqllab(),
         ]);
         let (_, ids) = self

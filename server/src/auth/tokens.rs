@@ -49,6 +49,11 @@ pub struct TokenKeys {
     decoding: DecodingKey,
     access_ttl_secs: i64,
     refresh_ttl_secs: i64,
+    /// Tokens whose signature and claims were checked: token → (user id, type, expiry). A
+    /// client sends the same token on every call, and checking it costs more than the rest of
+    /// authentication together. Only tokens that passed [`TokenKeys::verify`] enter, and a hit
+    /// is still refused once its expiry passes.
+    verified: moka::sync::Cache<Box<str>, (i64, TokenType, i64)>,
 }
 
 impl TokenKeys {
@@ -59,6 +64,10 @@ impl TokenKeys {
             decoding: DecodingKey::from_secret(secret),
             access_ttl_secs: i64::try_from(access_ttl_secs).unwrap_or(i64::MAX / 2),
             refresh_ttl_secs: i64::try_from(refresh_ttl_secs).unwrap_or(i64::MAX / 2),
+            verified: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(std::time::Duration::from_secs(600))
+                .build(),
         }
     }
 
@@ -88,6 +97,12 @@ impl TokenKeys {
 
     /// Verifies a token and returns the user id it names, checking that it has `expected` type.
     pub fn verify(&self, token: &str, expected: TokenType) -> Result<i64, Error> {
+        if let Some((uid, kind, exp)) = self.verified.get(token)
+            && kind == expected
+            && exp > Utc::now().timestamp()
+        {
+            return Ok(uid);
+        }
         let mut validation = Validation::new(Algorithm::HS256);
         validation.leeway = 0;
         validation.validate_nbf = true;
@@ -122,9 +137,12 @@ impl TokenKeys {
                 });
             }
         };
-        sub.parse::<i64>().map_err(|_| Error::UserNotLoaded {
+        let uid = sub.parse::<i64>().map_err(|_| Error::UserNotLoaded {
             id: sub.chars().take(64).collect(),
-        })
+        })?;
+        self.verified
+            .insert(token.into(), (uid, claims.token_type, claims.exp));
+        Ok(uid)
     }
 }
 

@@ -28,7 +28,7 @@ use crate::query::offsets;
 use crate::query::runner::{self, CachePolicy, Outcome};
 use crate::query::sql::{self, Limits, Plan};
 use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
-use crate::state::AppState;
+use crate::state::{AppState, SavedChart};
 use crate::store::catalog::{self, CHART, DATASET};
 use crate::store::model::Record;
 
@@ -67,8 +67,8 @@ pub async fn saved_chart(
     pk: i64,
     options: SavedChartOptions,
 ) -> Result<Output, Error> {
-    let chart = readable_chart(state, user, pk).await?;
-    let mut body = chart_context(state, &chart).await?;
+    let saved = saved(state, user, pk).await?;
+    let mut body = saved.context.clone();
     if let Some(obj) = body.as_object_mut() {
         if let Some(f) = options.format {
             obj.insert("result_format".into(), json!(f));
@@ -79,7 +79,7 @@ pub async fn saved_chart(
         obj.insert("force".into(), json!(options.force));
     }
     let ctx = context::parse(&body, &state.plugins.post_processor_names())?;
-    respond(state, user, ctx, &Arc::new(body), Some(&chart)).await
+    respond(state, user, ctx, &Arc::new(body), Some(&saved.chart)).await
 }
 
 /// `GET /chart/data/<cache_key>`: a result again, by the key a previous answer gave.
@@ -95,35 +95,51 @@ pub async fn cached(state: &AppState, user: &CurrentUser, key: &str) -> Result<O
     respond(state, user, ctx, &Arc::new(body), None).await
 }
 
-/// A chart the user may read: `NotFound` when it does not exist, `Forbidden` when it is outside
-/// the user's data access.
-pub async fn readable_chart(
+/// A saved chart the user may read, with its query context: `NotFound` when it does not exist,
+/// `Forbidden` when it is outside the user's data access.
+///
+/// The access question is asked of the catalog on every call; only the chart's definition
+/// comes from the cache, so a dashboard's charts cost no metadata round trip and no JSON parse
+/// (or `build-query` call) each. The dataset itself is checked again, live, by [`execute`].
+pub async fn saved(
     state: &AppState,
     user: &CurrentUser,
     pk: i64,
-) -> Result<Record, Error> {
-    let grants = user.grants();
-    // With access to every dataset the chart's existence is the only question, and loading it
-    // answers that (`NotFound`): one metadata round trip instead of two.
-    if !grants.all {
-        match state
-            .store
-            .reach(&CHART, pk, &catalog::chart_scope(&grants))
-            .await?
-        {
-            None => return Err(crate::store::Error::NotFound.into()),
-            Some(false) => return Err(crate::auth::Error::Forbidden.into()),
-            Some(true) => {}
-        }
+) -> Result<Arc<SavedChart>, Error> {
+    if !user.grants().all {
+        readable(state, user, pk).await?;
     }
-    Ok(state.store.load_one(&CHART, pk, &[]).await?)
+    if let Some(hit) = state.charts.get(&pk).await {
+        return Ok(hit);
+    }
+    let seen = state.catalog_seen();
+    let chart = state.store.load_one(&CHART, pk, &[]).await?;
+    let context = chart_context(state, &chart).await?;
+    let loaded = Arc::new(SavedChart::new(chart, context));
+    state
+        .remember(&state.charts, pk, loaded.clone(), seen)
+        .await;
+    Ok(loaded)
+}
+
+/// Whether the chart exists and lies inside the user's data access.
+async fn readable(state: &AppState, user: &CurrentUser, pk: i64) -> Result<(), Error> {
+    match state
+        .store
+        .reach(&CHART, pk, &catalog::chart_scope(user.grants()))
+        .await?
+    {
+        None => Err(crate::store::Error::NotFound.into()),
+        Some(false) => Err(crate::auth::Error::Forbidden.into()),
+        Some(true) => Ok(()),
+    }
 }
 
 /// The query context of a saved chart: its saved `query_context`, or, for a chart saved
 /// without one (created through the API with `params` only), the one its viz plugin's
 /// `build-query` makes from the chart's form data. The chart row is authoritative for the
 /// dataset, and unknown top-level keys (other Superset versions') are dropped.
-pub async fn chart_context(state: &AppState, chart: &Record) -> Result<Json_, Error> {
+async fn chart_context(state: &AppState, chart: &Record) -> Result<Json_, Error> {
     let saved = serde_json::from_str::<Json_>(&chart.text("query_context"))
         .ok()
         .filter(Json_::is_object);
@@ -185,8 +201,11 @@ pub async fn datasource(
     if let Some(hit) = state.datasources.get(&id).await {
         return Ok(hit);
     }
+    let seen = state.catalog_seen();
     let loaded = Arc::new(load_datasource(state, id).await?);
-    state.datasources.insert(id, loaded.clone()).await;
+    state
+        .remember(&state.datasources, id, loaded.clone(), seen)
+        .await;
     Ok(loaded)
 }
 
@@ -290,7 +309,7 @@ pub async fn execute(
     if !grants.all
         && !state
             .store
-            .matches(&DATASET, ds.id, &catalog::dataset_scope(&grants))
+            .matches(&DATASET, ds.id, &catalog::dataset_scope(grants))
             .await?
     {
         return Err(QueryError::Forbidden(format!("[{}](id:{})", ds.table_name, ds.id)).into());

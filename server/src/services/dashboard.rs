@@ -26,7 +26,7 @@ pub async fn resolve(state: &AppState, key: &str, user: &CurrentUser) -> Result<
     // Superset's `get_by_id_or_slug` applies the list's access filter: a dashboard without
     // charts (or a draft) is its owners' (and admins') until it is published with data the
     // caller can read.
-    let scope = catalog::dashboard_scope(&user.grants(), user.is_admin());
+    let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
     match state.store.reach(&DASHBOARD, id, &scope).await? {
         None => Err(store::Error::NotFound.into()),
         Some(false) => Err(Error::DashboardForbidden),

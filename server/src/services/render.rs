@@ -19,6 +19,7 @@ use crate::query::context;
 use crate::query::runner::CachePolicy;
 use crate::render::{self, RenderError, raster, sanitize};
 use crate::state::AppState;
+use crate::state::SavedChart;
 use crate::store::model::Record;
 
 /// A thumbnail request's outcome.
@@ -38,8 +39,8 @@ pub async fn svg(
     size: (u32, u32),
     force: bool,
 ) -> Result<Arc<[u8]>, Error> {
-    let chart = chart_data::readable_chart(state, user, pk).await?;
-    Ok(chart_svg(state, user, &chart, size, force).await?.svg)
+    let saved = chart_data::saved(state, user, pk).await?;
+    Ok(chart_svg(state, user, &saved, size, force).await?.svg)
 }
 
 /// `GET /chart/<pk>/render.png`: the chart rasterised from its SVG.
@@ -50,8 +51,8 @@ pub async fn png(
     size: (u32, u32),
     force: bool,
 ) -> Result<Vec<u8>, Error> {
-    let chart = chart_data::readable_chart(state, user, pk).await?;
-    chart_png(state, user, &chart, size, force).await
+    let saved = chart_data::saved(state, user, pk).await?;
+    chart_png(state, user, &saved, size, force).await
 }
 
 /// Superset's chart thumbnail: the PNG when `digest` is the chart's current digest, else the
@@ -64,13 +65,13 @@ pub async fn thumbnail(
     size: (u32, u32),
     force: bool,
 ) -> Result<Thumbnail, Error> {
-    let chart = chart_data::readable_chart(state, user, pk).await?;
-    let current = super::chart::digest(&chart);
+    let saved = chart_data::saved(state, user, pk).await?;
+    let current = super::chart::digest(&saved.chart);
     if digest != current {
         return Ok(Thumbnail::Moved(current));
     }
     Ok(Thumbnail::Png(
-        chart_png(state, user, &chart, size, force).await?,
+        chart_png(state, user, &saved, size, force).await?,
     ))
 }
 
@@ -115,17 +116,18 @@ struct Rendered {
 async fn chart_svg(
     state: &AppState,
     user: &CurrentUser,
-    chart: &Record,
+    saved: &SavedChart,
     (width, height): (u32, u32),
     force: bool,
 ) -> Result<Rendered, Error> {
+    let chart = &saved.chart;
     let viz_type = chart.text("viz_type");
     let plugin = state
         .plugins
         .viz_for(&viz_type)
         .await?
         .ok_or_else(|| RenderError::NoPlugin(viz_type.clone()))?;
-    let mut body = chart_data::chart_context(state, chart).await?;
+    let mut body = saved.context.clone();
     if let Some(obj) = body.as_object_mut() {
         obj.insert("force".into(), json!(force));
         obj.insert("result_type".into(), json!("full"));
@@ -191,11 +193,11 @@ static RASTER_SLOTS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(
 async fn chart_png(
     state: &AppState,
     user: &CurrentUser,
-    chart: &Record,
+    saved: &SavedChart,
     (width, height): (u32, u32),
     force: bool,
 ) -> Result<Vec<u8>, Error> {
-    let rendered = chart_svg(state, user, chart, (width, height), force).await?;
+    let rendered = chart_svg(state, user, saved, (width, height), force).await?;
     let key = render::key(&[b"png", rendered.key.as_bytes()]);
     if !force && let Some(png) = state.renders.get(&key).await {
         return Ok(png.to_vec());
@@ -213,7 +215,7 @@ async fn chart_png(
     .map_err(|e| Error::internal(&e))?
     .map_err(RenderError::from)?;
     tracing::debug!(
-        chart = chart.id,
+        chart = saved.chart.id,
         elapsed_ms = started.elapsed().as_millis() as u64,
         bytes = png.len(),
         "chart rasterised"

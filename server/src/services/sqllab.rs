@@ -123,7 +123,7 @@ pub async fn access_refusal(
         return Ok(None);
     }
     let scope = Pred::And(vec![
-        catalog::dataset_scope(&g),
+        catalog::dataset_scope(g),
         catalog::datasets_in_database(db.id),
     ]);
     let (count, ids) = state.store.list_ids(&DATASET, &scope, None, None).await?;
