@@ -184,7 +184,8 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
 /// The complete application endpoint with its middleware.
 pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
     let api = openapi(&state);
-    let document = Arc::new(document::Document::new(&api.spec()));
+    let generated = api.spec();
+    let document = Arc::new(document::Document::new(&generated));
     let served = document.clone();
     let spec = poem::endpoint::make_sync(move |_| {
         poem::IntoResponse::with_content_type(
@@ -192,7 +193,11 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
             "application/json; charset=utf-8",
         )
     });
-    let swagger = api.swagger_ui();
+    // poem-openapi's page with the served document in place of the generated one.
+    let swagger_html = api
+        .swagger_ui_html()
+        .replacen(&generated, document.json(), 1);
+    let swagger = poem::endpoint::make_sync(move |_| poem::web::Html(swagger_html.clone()));
     let mut route = Route::new().at("/api/v1/_openapi", spec).at(
         "/static/*path",
         poem::get(shell::static_file).with(poem::middleware::Compression::new()),
@@ -201,7 +206,7 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
         route = route.at(*page, poem::get(shell::spa_page));
     }
     route
-        .nest("/swagger/v1", swagger)
+        .at("/swagger/v1", swagger)
         .nest("/", api.into_endpoint())
         .around(middleware::csrf)
         .around(middleware::limit_body)

@@ -88,15 +88,19 @@ impl AppState {
 pub struct SavedChart {
     /// The chart row.
     pub chart: crate::store::model::Record,
-    /// Its query context, before a request's overrides.
-    pub context: serde_json::Value,
+    /// Its query context, before a request's overrides; `None` for a chart saved without one
+    /// whose viz type no plugin builds a query for.
+    pub context: Option<serde_json::Value>,
     /// Roughly what it holds in memory, in bytes, for the cache's bound.
     weight: u32,
 }
 
 impl SavedChart {
     /// A chart row with its query context.
-    pub fn new(chart: crate::store::model::Record, context: serde_json::Value) -> SavedChart {
+    pub fn new(
+        chart: crate::store::model::Record,
+        context: Option<serde_json::Value>,
+    ) -> SavedChart {
         use crate::store::db::Value;
         // The row's texts, and the parsed context, which takes a few times its text.
         let text: usize = chart

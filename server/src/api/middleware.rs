@@ -341,14 +341,23 @@ pub async fn with_state<E: Endpoint>(
     req.extensions_mut().insert(state.clone());
     let changes_catalog = changes_catalog(req.method(), req.uri().path());
     let method = req.method().clone();
-    let resp = ep.call(req).await.map(IntoResponse::into_response);
-    let answered = match &resp {
-        Ok(r) => r.data::<PathPattern>().map(|p| (p, r.status())),
-        Err(e) => e.data::<PathPattern>().map(|p| (p, e.status())),
+    // An error becomes its answer here, as `trace` would make it, so the status checked is
+    // the one sent (poem's 415 for a wrong content type is a 400 in Superset's envelope).
+    let resp = match ep.call(req).await {
+        Ok(r) => r.into_response(),
+        Err(e) => {
+            let pattern = e.data::<PathPattern>().cloned();
+            let mut r = from_poem_error(e).into_response();
+            if let Some(p) = pattern {
+                r.set_data(p);
+            }
+            r
+        }
     };
-    if let Some((pattern, status)) = answered
-        && !document.documents(method.as_str(), &pattern.0, status.as_u16())
+    if let Some(pattern) = resp.data::<PathPattern>()
+        && !document.documents(method.as_str(), &pattern.0, resp.status().as_u16())
     {
+        let status = resp.status();
         // Debug builds (every test) fail loudly; a release server logs and answers anyway.
         debug_assert!(
             false,
@@ -363,7 +372,7 @@ pub async fn with_state<E: Endpoint>(
         // expire within seconds.
         state.catalog_changed();
     }
-    resp
+    Ok(resp)
 }
 
 /// Whether a request may change a chart, dataset or database definition, or the viz plugins

@@ -68,7 +68,7 @@ pub async fn saved_chart(
     options: SavedChartOptions,
 ) -> Result<Output, Error> {
     let saved = saved(state, user, pk).await?;
-    let mut body = saved.context.clone();
+    let mut body = saved.context.clone().ok_or(Error::NoQueryContext)?;
     if let Some(obj) = body.as_object_mut() {
         if let Some(f) = options.format {
             obj.insert("result_format".into(), json!(f));
@@ -114,7 +114,13 @@ pub async fn saved(
     }
     let seen = state.catalog_seen();
     let chart = state.store.load_one(&CHART, pk, &[]).await?;
-    let context = chart_context(state, &chart).await?;
+    // A chart nothing can build a query for is still cached: rendering it answers which viz
+    // type lacks a plugin, its data that it has no query context.
+    let context = match chart_context(state, &chart).await {
+        Ok(c) => Some(c),
+        Err(Error::NoQueryContext) => None,
+        Err(e) => return Err(e),
+    };
     let loaded = Arc::new(SavedChart::new(chart, context));
     state
         .remember(&state.charts, pk, loaded.clone(), seen)

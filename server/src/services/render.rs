@@ -127,7 +127,7 @@ async fn chart_svg(
         .viz_for(&viz_type)
         .await?
         .ok_or_else(|| RenderError::NoPlugin(viz_type.clone()))?;
-    let mut body = saved.context.clone();
+    let mut body = saved.context.clone().ok_or(Error::NoQueryContext)?;
     if let Some(obj) = body.as_object_mut() {
         obj.insert("force".into(), json!(force));
         obj.insert("result_type".into(), json!("full"));
