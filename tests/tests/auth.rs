@@ -324,28 +324,24 @@ async fn a_remembered_token_still_expires_and_keeps_its_type() -> anyhow::Result
         json!({"fresh": true, "iat": t, "jti": "j", "type": kind, "sub": "1", "nbf": t,
                "csrf": "c", "exp": exp})
     };
+    // One bearer request: GET /me/ or POST /security/refresh with `token`.
+    let call = |post: bool, token: String| {
+        let req = if post {
+            c.post(server.url("/api/v1/security/refresh"))
+        } else {
+            c.get(server.url("/api/v1/me/"))
+        };
+        async move { status_json(req.bearer_auth(token).send().await.expect("send")).await }
+    };
     let short = forge_token(claims("access", t + 2), SECRET_KEY);
     for _ in 0..2 {
-        let s = c
-            .get(server.url("/api/v1/me/"))
-            .bearer_auth(&short)
-            .send()
-            .await?
-            .status();
-        assert_eq!(s, StatusCode::OK);
+        assert_eq!(call(false, short.clone()).await.0, StatusCode::OK);
     }
     while now() <= t + 2 {
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     }
-    let (s, b) = status_json(
-        c.get(server.url("/api/v1/me/"))
-            .bearer_auth(&short)
-            .send()
-            .await?,
-    )
-    .await;
     assert_eq!(
-        (s, b),
+        call(false, short).await,
         (
             StatusCode::UNAUTHORIZED,
             json!({"msg": "Token has expired"})
@@ -354,44 +350,18 @@ async fn a_remembered_token_still_expires_and_keeps_its_type() -> anyhow::Result
 
     // A refresh token remembered by /refresh is still no access token, and the other way round.
     let refresh = forge_token(claims("refresh", t + 600), SECRET_KEY);
-    let s = c
-        .post(server.url("/api/v1/security/refresh"))
-        .bearer_auth(&refresh)
-        .send()
-        .await?
-        .status();
-    assert_eq!(s, StatusCode::OK);
-    let (s, b) = status_json(
-        c.get(server.url("/api/v1/me/"))
-            .bearer_auth(&refresh)
-            .send()
-            .await?,
-    )
-    .await;
+    assert_eq!(call(true, refresh.clone()).await.0, StatusCode::OK);
     assert_eq!(
-        (s, b),
+        call(false, refresh).await,
         (
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"msg": "Only non-refresh tokens are allowed"})
         )
     );
     let access = forge_token(claims("access", t + 600), SECRET_KEY);
-    let s = c
-        .get(server.url("/api/v1/me/"))
-        .bearer_auth(&access)
-        .send()
-        .await?
-        .status();
-    assert_eq!(s, StatusCode::OK);
-    let (s, b) = status_json(
-        c.post(server.url("/api/v1/security/refresh"))
-            .bearer_auth(&access)
-            .send()
-            .await?,
-    )
-    .await;
+    assert_eq!(call(false, access.clone()).await.0, StatusCode::OK);
     assert_eq!(
-        (s, b),
+        call(true, access).await,
         (
             StatusCode::UNPROCESSABLE_ENTITY,
             json!({"msg": "Only refresh tokens are allowed"})

@@ -19,10 +19,22 @@ use tokio::net::{TcpListener, TcpStream};
 use super::common::{error_type, permission, urlencode};
 use super::engines::rss;
 use super::imports::{bundle, chart_doc, upload};
-use super::sqlcheck::world_on;
+use super::sqlcheck::{SECRET, world_on};
 
 async fn chart_count(api: &Api) -> Value {
     api.get("/api/v1/chart/?q=(page_size:100)").await.1["count"].clone()
+}
+
+/// `GET path` as `api`: the status and the body as text (lossy for images).
+async fn raw(api: &Api, path: &str) -> (StatusCode, String) {
+    let resp = api
+        .request(reqwest::Method::GET, path)
+        .send()
+        .await
+        .expect("send");
+    let status = resp.status();
+    let bytes = resp.bytes().await.expect("body");
+    (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// The names in a `tables` answer.
@@ -179,6 +191,80 @@ both_backends! {
         assert_eq!(chart_count(&w.admin).await, json!(before.as_i64().unwrap() + 1), "only her own chart");
         let (_, r) = w.admin.get("/api/v1/chart/?q=(filters:!((col:slice_name,opr:eq,value:peek)))").await;
         assert_eq!(r["count"], 0, "{r}");
+    }
+
+    /// A chart's definition is cached once anyone has asked for it, but access is not: after
+    /// the administrator warmed a chart on `secret`, `tess` is still refused its data and its
+    /// picture in every spelling, without a byte of the table; once the chart is moved onto
+    /// `open` she gets its new data at once.
+    async fn a_warmed_chart_is_no_granted_chart(meta: Metadata) {
+        let w = world_on(meta).await;
+        let (s, ds) = w
+            .admin
+            .post("/api/v1/dataset/", json!({"database": w.wh, "schema": "public", "table_name": "secret"}))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{ds}");
+        let secret = ds["id"].as_i64().expect("id");
+        let on = |ds: i64, column: &str| {
+            json!({"datasource_id": ds, "datasource_type": "table",
+                   "params": json!({"viz_type": "table", "datasource": format!("{ds}__table"),
+                                    "all_columns": [column]}).to_string(),
+                   "query_context": json!({"datasource": {"id": ds, "type": "table"},
+                       "queries": [{"columns": [column], "metrics": [], "orderby": [[column, true]],
+                                    "row_limit": 10}],
+                       "result_format": "json", "result_type": "full"}).to_string()})
+        };
+        let mut body = on(secret, "s");
+        body["slice_name"] = json!("warm");
+        body["viz_type"] = json!("table");
+        let (s, r) = w.admin.post("/api/v1/chart/", body).await;
+        assert_eq!(s, StatusCode::CREATED, "{r}");
+        let chart = r["id"].as_i64().expect("id");
+        let paths = [
+            format!("/api/v1/chart/{chart}/data/"),
+            format!("/api/v1/chart/{chart}/data"),
+            format!("/api/v1/chart/{chart}/data/?format=csv"),
+            format!("/api/v1/chart/{chart}/data/?format=json&type=samples"),
+            format!("/api/v1/chart/{chart}/data/?force=true"),
+            format!("/api/v1/chart/{chart}/render.svg?width=400&height=300"),
+            format!("/api/v1/chart/{chart}/render.png?width=400&height=300"),
+        ];
+        // Warm every answer as the administrator, twice, so both the chart's definition and
+        // its results are cached.
+        for _ in 0..2 {
+            for path in &paths {
+                let (s, r) = raw(&w.admin, path).await;
+                assert_eq!(s, StatusCode::OK, "{path}: {r}");
+            }
+        }
+        let (_, r) = raw(&w.admin, &paths[0]).await;
+        assert!(r.contains(SECRET), "the warmed answer holds the secret: {r}");
+
+        for path in &paths {
+            let (s, r) = raw(&w.tess, path).await;
+            assert_eq!(s, StatusCode::FORBIDDEN, "{path}: {r}");
+            let body: Value = serde_json::from_str(&r).unwrap_or_else(|_| panic!("{path}: {r}"));
+            assert_eq!(error_type(&body), "DATASOURCE_SECURITY_ACCESS_ERROR", "{path}: {r}");
+            assert!(!r.contains(SECRET), "{path}: {r}");
+        }
+
+        // Moved onto the dataset she may read: the next request answers from `open`.
+        let (s, r) = w.admin.put(&format!("/api/v1/chart/{chart}"), on(w.open, "v")).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        let (s, r) = w.tess.get(&paths[0]).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(r["result"][0]["data"], json!([{"v": "a"}, {"v": "b"}]), "{r}");
+        let (s, r) = raw(&w.tess, &paths[5]).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert!(r.starts_with("<svg") && !r.contains(SECRET), "{r}");
+        // And moved back, she is refused again at once.
+        let (s, r) = w.admin.put(&format!("/api/v1/chart/{chart}"), on(secret, "s")).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        for path in [&paths[0], &paths[5]] {
+            let (s, r) = raw(&w.tess, path).await;
+            assert_eq!(s, StatusCode::FORBIDDEN, "{path}: {r}");
+            assert!(!r.contains(SECRET), "{path}: {r}");
+        }
     }
 
     /// A URI sent back with the password mask keeps the stored password only for the same

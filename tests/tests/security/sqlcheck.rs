@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::common::{error_type, id_of, permission};
 
-const SECRET: &str = "TOPSECRET-7f3a";
+pub(crate) const SECRET: &str = "TOPSECRET-7f3a";
 
 async fn analytics() -> (String, tokio_postgres::Client) {
     let url = pg().await.fresh_database().await;
