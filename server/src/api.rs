@@ -105,6 +105,7 @@ type Apis = (
         filter_state::FilterStateApi,
         log::LogApi,
         spa::SpaApi,
+        sqllab::LegacySqlJsonApi,
     ),
 );
 
@@ -171,6 +172,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                     state: state.clone(),
                 },
                 spa::SpaApi {
+                    state: state.clone(),
+                },
+                sqllab::LegacySqlJsonApi {
                     state: state.clone(),
                 },
             ),

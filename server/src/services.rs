@@ -11,6 +11,7 @@
 pub mod chart;
 pub mod chart_data;
 pub mod dashboard;
+pub mod database;
 pub mod render;
 pub mod sqllab;
 
@@ -55,6 +56,22 @@ pub enum Error {
     /// SQL Lab refused or failed a request (access, planning, execution, results).
     #[error(transparent)]
     SqlLab(#[from] SqlLabError),
+    /// The input breaks a rule of its fields: marshmallow-style messages by field name
+    /// (`{"json_metadata": [..]}`), as Superset's schemas answer.
+    #[error("invalid input: {0}")]
+    Invalid(serde_json::Value),
+    /// A connection form's fields are missing, malformed or unreachable (SIP-40 errors, one
+    /// per problem).
+    #[error("connection form refused")]
+    ConnectionForm(Vec<database::Problem>),
+    /// A connection could not be opened with the settings given.
+    #[error("{}", error.message())]
+    ConnectionTest {
+        /// The engine tried.
+        engine: crate::uri::Engine,
+        /// What it answered.
+        error: crate::engines::EngineError,
+    },
     /// The dashboard exists, but the caller may not open it.
     #[error("You don't have access to this dashboard.")]
     DashboardForbidden,

@@ -253,6 +253,173 @@ impl fmt::Debug for ConnectionUri {
     }
 }
 
+/// The query option Superset's PostgreSQL form adds for "SSL" (`encryption_parameters`).
+const ENCRYPTION_OPTION: (&str, &str) = ("sslmode", "require");
+
+/// Why connection-form parameters do not make a URI: marshmallow-style messages by field
+/// (Superset's `BasicParametersSchema`), or an engine without a form.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum ParametersError {
+    /// Field errors, `{"port": ["Not a valid integer."]}`.
+    #[error("invalid connection parameters: {0}")]
+    Fields(serde_json::Value),
+    /// The engine has no connection form.
+    #[error(
+        "Engine spec \"InvalidEngine\" does not support being configured via individual parameters."
+    )]
+    Engine,
+}
+
+impl ConnectionUri {
+    /// The URI Superset's connection form describes (`BasicParametersMixin.build_sqlalchemy_uri`
+    /// after `BasicParametersSchema` loaded the fields): `postgresql+psycopg2://user:password@
+    /// host:port/database?options`, options sorted by name, `sslmode=require` with `encryption`.
+    pub fn from_parameters(
+        engine: &str,
+        params: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<ConnectionUri, ParametersError> {
+        use serde_json::{Value, json};
+        if !matches!(engine, "postgresql" | "postgres") {
+            return Err(ParametersError::Engine);
+        }
+        let mut errors = serde_json::Map::new();
+        let mut text = |key: &str, required: bool, nullable: bool| -> Option<String> {
+            match params.get(key) {
+                None if required => {
+                    errors.insert(key.into(), json!(["Missing data for required field."]));
+                    None
+                }
+                None => None,
+                Some(Value::Null) if nullable => None,
+                Some(Value::Null) => {
+                    errors.insert(key.into(), json!(["Field may not be null."]));
+                    None
+                }
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(_) => {
+                    errors.insert(key.into(), json!(["Not a valid string."]));
+                    None
+                }
+            }
+        };
+        let username = text("username", true, true);
+        let password = text("password", false, true);
+        let host = text("host", true, false);
+        let database = text("database", true, false);
+        // marshmallow's Integer takes 5432 and "5432".
+        let port = match params.get("port") {
+            None => {
+                errors.insert("port".into(), json!(["Missing data for required field."]));
+                None
+            }
+            Some(v) => match v
+                .as_i64()
+                .or_else(|| v.as_str().and_then(|s| s.trim().parse::<i64>().ok()))
+            {
+                Some(p) if (0..65536).contains(&p) => Some(p as u16),
+                Some(_) => {
+                    errors.insert(
+                        "port".into(),
+                        json!(["Must be greater than or equal to 0 and less than 65536."]),
+                    );
+                    None
+                }
+                None => {
+                    errors.insert("port".into(), json!(["Not a valid integer."]));
+                    None
+                }
+            },
+        };
+        let mut options: Vec<(String, String)> = Vec::new();
+        match params.get("query") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(q)) => {
+                for (k, v) in q {
+                    match v {
+                        Value::String(v) => options.push((k.clone(), v.clone())),
+                        _ => {
+                            errors.insert("query".into(), json!({k: ["Not a valid string."]}));
+                        }
+                    }
+                }
+            }
+            Some(_) => {
+                errors.insert("query".into(), json!(["Not a valid mapping type."]));
+            }
+        }
+        let encryption = match params.get("encryption") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                errors.insert("encryption".into(), json!(["Not a valid boolean."]));
+                false
+            }
+        };
+        for key in params.keys() {
+            if !matches!(
+                key.as_str(),
+                "username"
+                    | "password"
+                    | "host"
+                    | "port"
+                    | "database"
+                    | "query"
+                    | "encryption"
+                    | "ssh"
+            ) {
+                errors.insert(key.clone(), json!(["Unknown field."]));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ParametersError::Fields(Value::Object(errors)));
+        }
+        if encryption {
+            options.retain(|(k, _)| k != ENCRYPTION_OPTION.0);
+            options.push((ENCRYPTION_OPTION.0.into(), ENCRYPTION_OPTION.1.into()));
+        }
+        options.sort();
+        Ok(ConnectionUri {
+            engine: Engine::Postgres,
+            driver: Some("psycopg2".into()),
+            username: username.filter(|u| !u.is_empty()),
+            password,
+            host: host.map(|h| h.trim_matches(['[', ']']).to_owned()),
+            port,
+            database,
+            path: None,
+            options,
+            scheme: "postgresql+psycopg2".into(),
+        })
+    }
+
+    /// The connection form's fields of this URI (Superset's `get_parameters_from_uri`), the
+    /// password as the mask when `has_password`; empty for an engine without a form.
+    pub fn parameters(&self, has_password: bool) -> serde_json::Value {
+        if self.engine != Engine::Postgres {
+            return serde_json::json!({});
+        }
+        let encryption = self
+            .options
+            .iter()
+            .any(|(k, v)| (k.as_str(), v.as_str()) == ENCRYPTION_OPTION);
+        let query: serde_json::Map<String, serde_json::Value> = self
+            .options
+            .iter()
+            .filter(|(k, v)| (k.as_str(), v.as_str()) != ENCRYPTION_OPTION)
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect();
+        serde_json::json!({
+            "username": self.username,
+            "password": has_password.then_some(PASSWORD_MASK),
+            "host": self.host,
+            "port": self.port,
+            "database": self.database,
+            "query": query,
+            "encryption": encryption,
+        })
+    }
+}
+
 fn decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s)
         .decode_utf8_lossy()
@@ -332,6 +499,72 @@ mod tests {
         assert_eq!(
             ConnectionUri::parse("sqlite:///:memory:"),
             Err(UriError::SqliteWithoutPath)
+        );
+    }
+
+    fn params(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn connection_form_parameters_build_superset_uris() {
+        let u = ConnectionUri::from_parameters(
+            "postgresql",
+            &params(serde_json::json!({"host": "db.example.com", "port": "5432",
+                "database": "examples", "username": "u", "password": "p@ss:w/rd",
+                "query": {"sslmode": "disable", "application_name": "x"}, "encryption": true})),
+        )
+        .unwrap();
+        assert_eq!(u.password.as_deref(), Some("p@ss:w/rd"));
+        assert_eq!(
+            u.masked(),
+            "postgresql+psycopg2://u:XXXXXXXXXX@db.example.com:5432/examples?application_name=x&sslmode=require"
+        );
+        assert_eq!(
+            u.parameters(true),
+            serde_json::json!({"username": "u", "password": "XXXXXXXXXX", "host": "db.example.com",
+                "port": 5432, "database": "examples", "query": {"application_name": "x"},
+                "encryption": true})
+        );
+        // Parsed back from storage, the same fields.
+        let stored = ConnectionUri::parse(&u.without_password()).unwrap();
+        assert_eq!(stored.parameters(true), u.parameters(true));
+        let bare = ConnectionUri::from_parameters(
+            "postgresql",
+            &params(
+                serde_json::json!({"host": "h", "port": 5433, "database": "d", "username": null}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(bare.masked(), "postgresql+psycopg2://h:5433/d");
+    }
+
+    #[test]
+    fn bad_connection_form_parameters_name_their_fields() {
+        let err =
+            |v: serde_json::Value| match ConnectionUri::from_parameters("postgresql", &params(v)) {
+                Err(ParametersError::Fields(f)) => f,
+                other => panic!("{other:?}"),
+            };
+        assert_eq!(
+            err(serde_json::json!({"host": "h", "port": 1})),
+            serde_json::json!({"username": ["Missing data for required field."],
+                               "database": ["Missing data for required field."]})
+        );
+        assert_eq!(
+            err(serde_json::json!({"host": "h", "port": "x", "database": "d", "username": "u"})),
+            serde_json::json!({"port": ["Not a valid integer."]})
+        );
+        assert_eq!(
+            err(
+                serde_json::json!({"host": "h", "port": 70000, "database": "d", "username": "u", "catalog": 1})
+            ),
+            serde_json::json!({"port": ["Must be greater than or equal to 0 and less than 65536."],
+                               "catalog": ["Unknown field."]})
+        );
+        assert_eq!(
+            ConnectionUri::from_parameters("sqlite", &params(serde_json::json!({}))),
+            Err(ParametersError::Engine)
         );
     }
 

@@ -201,6 +201,16 @@ def run_superset_api_client() -> None:
         check(got.database_name == db_name, f"database_name {got.database_name!r}")
         check(got.expose_in_sqllab is True, f"expose_in_sqllab {got.expose_in_sqllab!r}")
 
+    with r.step("run SQL (POST /superset/sql_json/, Superset 2.x's endpoint)"):
+        columns, data = client.run(database_id=db_id,
+                                   query="SELECT region, COUNT(*) AS n FROM public.sales "
+                                         "GROUP BY region ORDER BY region",
+                                   query_limit=10)
+        check([c.get("name") for c in columns] == ["region", "n"],
+              f"run() columns {columns!r}")
+        check(all(set(row) == {"region", "n"} for row in data) and len(data) >= 1,
+              f"run() data {data!r}")
+
     with r.step("database update (PUT database/<id>)"):
         got.database_name = db_name + "-renamed"
         got.expose_in_sqllab = False
@@ -546,6 +556,30 @@ def run_preset_cli_library() -> None:
         chart = client.get_chart(chart_id)
         check([d.get("id") for d in chart.get("dashboards", [])] == [dash_id],
               f"GET chart/{chart_id} dashboards={chart.get('dashboards')!r}")
+
+
+    with r.step("legacy form login: CSRF token from /login/, cookie-authenticated writes"):
+        from requests.exceptions import RequestException
+        from yarl import URL
+        from preset_cli.api.clients.superset import SupersetClient
+        from preset_cli.auth.superset import UsernamePasswordAuth
+
+        class FormOnly(UsernamePasswordAuth):
+            """As against a Superset without the security API: preset-cli falls back to
+            scraping the login form and keeps sending that page's CSRF token."""
+
+            def get_access_token(self) -> str:
+                raise RequestException("security API unavailable")
+
+        auth = FormOnly(URL(BASE), USER, PASSWORD)
+        check(auth._using_legacy_auth, "preset-cli did not use the form login")
+        check(auth.csrf_token, "no csrf_token input on /login/")
+        check("Authorization" not in auth.get_headers(), "the form login sent a Bearer token")
+        legacy = SupersetClient(URL(BASE), auth)
+        legacy.update_dashboard(dash_id, dashboard_title=title + " (form login)")
+        got = legacy.get_dashboard(dash_id)
+        check(got.get("dashboard_title") == title + " (form login)",
+              f"after a write with the login page's token: {got.get('dashboard_title')!r}")
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 //! Superset 6.0's own web frontend, served by the real binary, driven in Debian's chromium by
 //! tests/browser/spa.mjs (playwright-core): log in, dashboard list, the example dashboard with
-//! every chart rendered, Explore, SQL Lab; any failed /api/v1 call fails it.
+//! every chart rendered, Explore, SQL Lab; then the everyday flows of tests/browser/flows.mjs
+//! against a PostgreSQL analytics database (connect it by URI and by form, dataset, chart,
+//! dashboard edits, native filter, SQL Lab saved query and history, CSV export, delete), on
+//! the embedded default and on PostgreSQL metadata. Any failed /api/v1 call fails it.
 //!
 //! `tests/run` installs chromium and the script's node_modules, installs the frontend with
 //! `liteset frontend install` into `$HOME/.cache/liteset-frontend` and sets
@@ -10,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use liteset_tests::{ADMIN_PASSWORD, TestServer};
+use liteset_tests::{ADMIN_PASSWORD, Metadata, TestServer, both_backends};
 
 /// The whole script: five or so page loads on a shared 2-core machine, each step bounded by
 /// the script itself.
@@ -30,8 +33,32 @@ fn artifacts_dir() -> PathBuf {
         .join("browser-artifacts")
 }
 
-#[tokio::test]
-async fn superset_frontend_logs_in_renders_the_example_dashboard_explore_and_sql_lab() {
+/// A fresh PostgreSQL analytics database holding `flows_orders`; its URL.
+async fn flows_database() -> url::Url {
+    let url = liteset_tests::pg().await.fresh_database().await;
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect to the analytics database");
+    tokio::spawn(conn);
+    client
+        .batch_execute(
+            "CREATE TABLE public.flows_orders (id int PRIMARY KEY, region text, amount int, \
+             ordered_at date); \
+             INSERT INTO public.flows_orders VALUES (1, 'north', 10, '2024-01-01'), \
+             (2, 'south', 20, '2024-01-02'), (3, 'north', 5, '2024-01-03');",
+        )
+        .await
+        .expect("create flows_orders");
+    url::Url::parse(&url).expect("database URL")
+}
+
+both_backends! {
+    async fn superset_frontend_pages_and_everyday_flows(meta: Metadata) {
+        run_browser(meta).await;
+    }
+}
+
+async fn run_browser(meta: Metadata) {
     let Some(frontend) = std::env::var_os("LITESET_TEST_FRONTEND_DIR").filter(|d| !d.is_empty())
     else {
         panic!(
@@ -56,13 +83,20 @@ async fn superset_frontend_logs_in_renders_the_example_dashboard_explore_and_sql
     );
 
     let server = TestServer::builder()
+        .metadata(meta)
         .env("LITESET_FRONTEND__DIR", frontend.to_string_lossy())
-        // The embedded default's example database, charts and "Sales overview" dashboard.
+        // The embedded default's example database, charts and "Sales overview" dashboard
+        // (SQLite metadata only).
         .env("LITESET_EXAMPLES", "true")
         .start()
         .await
         .unwrap();
-    let artifacts = artifacts_dir();
+    let examples = matches!(meta, Metadata::Sqlite);
+    let pg = flows_database().await;
+    let artifacts = artifacts_dir().join(match meta {
+        Metadata::Sqlite => "sqlite",
+        Metadata::Postgres => "postgres",
+    });
     println!("browser artifacts: {}", artifacts.display());
 
     let mut cmd = tokio::process::Command::new("node");
@@ -72,6 +106,11 @@ async fn superset_frontend_logs_in_renders_the_example_dashboard_explore_and_sql
         .env("LITESET_USER", "admin")
         .env("LITESET_PASSWORD", ADMIN_PASSWORD)
         .env("LITESET_BROWSER_ARTIFACTS", &artifacts)
+        .env("LITESET_BROWSER_EXAMPLES", examples.to_string())
+        .env("LITESET_PG_HOST", pg.host_str().unwrap_or("127.0.0.1"))
+        .env("LITESET_PG_PORT", pg.port().unwrap_or(5432).to_string())
+        .env("LITESET_PG_DB", pg.path().trim_start_matches('/'))
+        .env("LITESET_PG_USER", pg.username())
         .kill_on_drop(true);
     let out = tokio::time::timeout(SCRIPT_TIMEOUT, cmd.output())
         .await

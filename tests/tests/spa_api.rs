@@ -904,3 +904,352 @@ async fn database_available_engines() {
         .unwrap();
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
 }
+
+/// A fresh PostgreSQL analytics database with `sales(region, amount)`; its URL.
+async fn sales_database() -> String {
+    let url = liteset_tests::pg().await.fresh_database().await;
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(conn);
+    client
+        .batch_execute(
+            "CREATE TABLE public.sales (region text, amount int); \
+             INSERT INTO public.sales VALUES ('north', 10), ('south', 20), ('north', 5);",
+        )
+        .await
+        .unwrap();
+    url
+}
+
+/// A dashboard's stored `json_metadata`, parsed.
+async fn stored_metadata(api: &Api, dash: i64) -> Value {
+    let (_, d) = api.get(&format!("/api/v1/dashboard/{dash}")).await;
+    serde_json::from_str(d["result"]["json_metadata"].as_str().unwrap()).unwrap()
+}
+
+/// The ids of a dashboard's charts, sorted.
+async fn linked_charts(api: &Api, dash: i64) -> Vec<i64> {
+    let (_, c) = api.get(&format!("/api/v1/dashboard/{dash}/charts")).await;
+    let mut ids: Vec<i64> = c["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_i64().unwrap())
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// The SIP-40 `(error_type, level, extra)` of each error of a body.
+fn problems(body: &Value) -> Vec<(String, String, Value)> {
+    body["errors"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no errors: {body}"))
+        .iter()
+        .map(|e| {
+            let mut extra = e["extra"].clone();
+            extra.as_object_mut().map(|m| m.remove("issue_codes"));
+            (
+                e["error_type"].as_str().unwrap().to_owned(),
+                e["level"].as_str().unwrap().to_owned(),
+                extra,
+            )
+        })
+        .collect()
+}
+
+both_backends! {
+    /// The PostgreSQL connection form of Superset's database dialog: each field checked as it
+    /// is typed (`validate_parameters`), the connection created from the parameters, shown
+    /// back with the password masked, and edited with the mask standing for the password.
+    async fn database_connection_form(meta: Metadata) {
+        let url = url::Url::parse(&sales_database().await).unwrap();
+        let server = TestServer::builder().metadata(meta).start().await.unwrap();
+        let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+        let (host, port, db, user) = (
+            url.host_str().unwrap().to_owned(),
+            url.port().unwrap(),
+            url.path().trim_start_matches('/').to_owned(),
+            url.username().to_owned(),
+        );
+        let form = |params: Value| {
+            json!({"engine": "postgresql", "configuration_method": "dynamic_form",
+                   "driver": "psycopg2", "database_name": "Form DB",
+                   "engine_information": {"supports_file_upload": true},
+                   "sqlalchemy_uri_placeholder": "postgresql://user:password@host:port/dbname",
+                   "extra": "{\"allows_virtual_table_explore\":true}", "expose_in_sqllab": true,
+                   "parameters": params})
+        };
+        let check = |body: Value| {
+            let admin = &admin;
+            async move { admin.post("/api/v1/database/validate_parameters/", body).await }
+        };
+
+        // Nothing typed yet: every required field missing, as a warning.
+        let (s, r) = check(form(json!({"host": "", "port": ""}))).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        assert_eq!(
+            problems(&r),
+            vec![("CONNECTION_MISSING_PARAMETERS_ERROR".into(), "warning".into(),
+                  json!({"missing": ["database", "host", "port", "username"]}))]
+        );
+        assert_eq!(r["errors"][0]["message"], "One or more parameters are missing: database, host, port, username");
+        assert_eq!(r["errors"][0]["extra"]["issue_codes"][0]["code"], 1018, "{r}");
+        // A host that does not resolve; a port that is not a number; a closed port.
+        let (s, r) = check(form(json!({"host": "no-such-host.invalid", "port": "5432", "database": db, "username": user}))).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        assert_eq!(problems(&r), vec![("CONNECTION_INVALID_HOSTNAME_ERROR".into(), "error".into(), json!({"invalid": ["host"]}))]);
+        let (s, r) = check(form(json!({"host": host, "port": "54x", "database": db, "username": user}))).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        assert_eq!(
+            problems(&r).iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+            ["CONNECTION_INVALID_PORT_ERROR", "CONNECTION_INVALID_PORT_ERROR"]
+        );
+        let (s, r) = check(form(json!({"host": host, "port": 1, "database": db, "username": user}))).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        assert_eq!(problems(&r), vec![("CONNECTION_PORT_CLOSED_ERROR".into(), "error".into(), json!({"invalid": ["port"]}))]);
+        // Missing fields and a bad host together.
+        let (_, r) = check(form(json!({"host": "no-such-host.invalid"}))).await;
+        assert_eq!(
+            problems(&r).iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+            ["CONNECTION_MISSING_PARAMETERS_ERROR", "CONNECTION_INVALID_HOSTNAME_ERROR"]
+        );
+        // The body itself malformed, and an engine without a form.
+        let (s, r) = check(json!({})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        assert_eq!(
+            problems(&r),
+            vec![("INVALID_PAYLOAD_SCHEMA_ERROR".into(), "error".into(), json!({"invalid": ["engine"]})),
+                 ("INVALID_PAYLOAD_SCHEMA_ERROR".into(), "error".into(), json!({"invalid": ["configuration_method"]}))]
+        );
+        let (s, r) = check(json!({"engine": "sqlite", "configuration_method": "dynamic_form"})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        assert_eq!(r["errors"][0]["message"], "Engine \"sqlite\" cannot be configured through parameters.");
+        // The database does not exist: the connection itself fails (400, the engine's error).
+        let (s, r) = check(form(json!({"host": host, "port": port.to_string(), "database": "no_such_db_x", "username": user}))).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{r}");
+        assert_eq!(r["errors"][0]["error_type"], "CONNECTION_UNKNOWN_DATABASE_ERROR", "{r}");
+        // Everything right.
+        let good = json!({"host": host, "port": port.to_string(), "database": db, "username": user,
+                          "password": "pw-Form-7", "query": {"application_name": "liteset"}});
+        let (s, r) = check(form(good.clone())).await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"message": "OK"})));
+
+        // Connect: the URI is built from the parameters, the password sealed and masked.
+        let (s, r) = admin.post("/api/v1/database/", form(good.clone())).await;
+        assert_eq!(s, StatusCode::CREATED, "{r}");
+        let id = r["id"].as_i64().unwrap();
+        let masked = format!("postgresql+psycopg2://{user}:XXXXXXXXXX@{host}:{port}/{db}?application_name=liteset");
+        assert_eq!(r["result"]["sqlalchemy_uri"], masked, "{r}");
+        assert_eq!(r["result"]["configuration_method"], "dynamic_form", "{r}");
+        let shown = json!({"username": user, "password": "XXXXXXXXXX", "host": host, "port": port,
+                           "database": db, "query": {"application_name": "liteset"}, "encryption": false});
+        assert_eq!(r["result"]["parameters"], shown, "{r}");
+        assert!(!r.to_string().contains("pw-Form-7"), "{r}");
+        let (s, c) = admin.get(&format!("/api/v1/database/{id}/connection")).await;
+        assert_eq!(s, StatusCode::OK, "{c}");
+        assert_eq!(c["result"]["parameters"], shown, "{c}");
+        assert_eq!(c["result"]["configuration_method"], "dynamic_form");
+        assert_eq!(c["result"]["parameters_schema"]["required"], json!(["database", "host", "port", "username"]));
+        assert!(!c.to_string().contains("pw-Form-7"), "{c}");
+        let (_, g) = admin.get(&format!("/api/v1/database/{id}")).await;
+        assert_eq!(g["result"]["configuration_method"], "dynamic_form", "{g}");
+        assert_eq!(g["result"]["backend"], "postgresql", "{g}");
+        // The dialog sent `extra`; a database created without one gets Superset's default,
+        // which SQL Lab's database list parses.
+        let (s, bare) = admin
+            .post("/api/v1/database/", json!({"database_name": "Bare", "sqlalchemy_uri": url.as_str()}))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{bare}");
+        let (_, list) = admin.get("/api/v1/database/?q=(filters:!((col:database_name,opr:ct,value:Bare)))").await;
+        assert_eq!(
+            serde_json::from_str::<Value>(list["result"][0]["extra"].as_str().unwrap()).unwrap(),
+            json!({"metadata_params": {}, "engine_params": {}, "metadata_cache_timeout": {},
+                   "schemas_allowed_for_file_upload": []}),
+            "{list}"
+        );
+
+        // Edit through the form: the mask keeps the stored password; the connection works.
+        let mut edited = good.clone();
+        edited["password"] = json!("XXXXXXXXXX");
+        edited["encryption"] = json!(false);
+        let (s, r) = check(json!({"id": id, "engine": "postgresql", "configuration_method": "dynamic_form", "parameters": edited})).await;
+        assert_eq!((s, r), (StatusCode::OK, json!({"message": "OK"})));
+        edited["query"] = json!({"application_name": "edited"});
+        let (s, r) = admin
+            .put(&format!("/api/v1/database/{id}"), json!({"engine": "postgresql", "configuration_method": "dynamic_form", "parameters": edited, "database_name": "Form DB 2"}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(r["result"]["parameters"]["query"], json!({"application_name": "edited"}), "{r}");
+        assert_eq!(r["result"]["parameters"]["password"], "XXXXXXXXXX", "{r}");
+        let (s, schemas) = admin.get(&format!("/api/v1/database/{id}/schemas/")).await;
+        assert_eq!(s, StatusCode::OK, "{schemas}");
+        // The mask is no key to another server's door.
+        let mut elsewhere = edited.clone();
+        elsewhere["host"] = json!("localhost.localdomain");
+        elsewhere["username"] = json!("someone_else");
+        let (s, r) = admin
+            .put(&format!("/api/v1/database/{id}"), json!({"engine": "postgresql", "configuration_method": "dynamic_form", "parameters": elsewhere}))
+            .await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        // Malformed form bodies.
+        for (body, field) in [
+            (json!({"database_name": "x", "configuration_method": "dynamic_form", "parameters": good.clone()}), "_schema"),
+            (json!({"database_name": "x", "configuration_method": "dynamic_form", "engine": "postgresql", "parameters": "h"}), "parameters"),
+            (json!({"database_name": "x", "configuration_method": "dynamic_form", "engine": "postgresql", "parameters": {"host": host, "port": 99999, "database": db, "username": user}}), "port"),
+            (json!({"database_name": "x", "configuration_method": "form", "sqlalchemy_uri": url.as_str()}), "configuration_method"),
+        ] {
+            let (s, r) = admin.post("/api/v1/database/", body.clone()).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{body}: {r}");
+            assert!(r["message"][field].is_array(), "{body}: {r}");
+        }
+    }
+
+    /// Native filters saved from the dashboard's filter dialog (`PUT /dashboard/<pk>/filters`)
+    /// and a layout saved from edit mode, which decides the dashboard's charts.
+    async fn dashboard_filters_and_layout(meta: Metadata) {
+        let url = sales_database().await;
+        let server = TestServer::builder().metadata(meta).start().await.unwrap();
+        let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+        let (_, db) = admin.post("/api/v1/database/", json!({"database_name": "wh", "sqlalchemy_uri": url})).await;
+        let (s, ds) = admin.post("/api/v1/dataset/", json!({"database": db["id"], "schema": "public", "table_name": "sales"})).await;
+        assert_eq!(s, StatusCode::CREATED, "{ds}");
+        let ds = ds["id"].as_i64().unwrap();
+        let mut charts = Vec::new();
+        for name in ["One", "Two"] {
+            let (s, c) = admin
+                .post("/api/v1/chart/", json!({"slice_name": name, "viz_type": "table", "datasource_id": ds, "datasource_type": "table"}))
+                .await;
+            assert_eq!(s, StatusCode::CREATED, "{c}");
+            charts.push(c["id"].as_i64().unwrap());
+        }
+        let metadata = json!({"color_scheme": "x", "native_filter_configuration": [
+            {"id": "NATIVE_FILTER-old", "name": "Old", "type": "NATIVE_FILTER"}]});
+        let (s, d) = admin
+            .post("/api/v1/dashboard/", json!({"dashboard_title": "Flows", "json_metadata": metadata.to_string()}))
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{d}");
+        let dash = d["id"].as_i64().unwrap();
+
+        // The dialog adds a value filter on `region`.
+        let region = json!({"id": "NATIVE_FILTER-r1", "name": "Region", "filterType": "filter_select",
+            "type": "NATIVE_FILTER", "targets": [{"datasetId": ds, "column": {"name": "region"}}],
+            "controlValues": {"multiSelect": true}, "defaultDataMask": {"extraFormData": {}, "filterState": {}},
+            "cascadeParentIds": [], "scope": {"rootPath": ["ROOT_ID"], "excluded": []}, "description": ""});
+        let (s, r) = admin
+            .put(&format!("/api/v1/dashboard/{dash}/filters"), json!({"modified": [region.clone()], "deleted": [], "reordered": []}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(r["result"][1], region, "{r}");
+        assert_eq!(r["result"].as_array().unwrap().len(), 2, "{r}");
+        let md = stored_metadata(&admin, dash).await;
+        assert_eq!(md["native_filter_configuration"], r["result"], "{md}");
+        assert_eq!(md["color_scheme"], "x", "the rest of the metadata is kept: {md}");
+        // Renamed, the old one deleted, a divider added first.
+        let mut renamed = region.clone();
+        renamed["name"] = json!("Area");
+        let divider = json!({"id": "NATIVE_FILTER_DIVIDER-d", "type": "DIVIDER", "title": "T", "description": "",
+                              "scope": {"rootPath": ["ROOT_ID"], "excluded": []}});
+        let (s, r) = admin
+            .put(&format!("/api/v1/dashboard/{dash}/filters"),
+                 json!({"modified": [renamed.clone(), divider.clone()], "deleted": ["NATIVE_FILTER-old"],
+                        "reordered": ["NATIVE_FILTER_DIVIDER-d", "NATIVE_FILTER-r1"]}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(r["result"], json!([divider, renamed]), "{r}");
+        assert_eq!(stored_metadata(&admin, dash).await["native_filter_configuration"], r["result"]);
+        // Malformed bodies change nothing.
+        for body in [
+            json!({"modified": null}),
+            json!({"deleted": [1]}),
+            json!({"modified": ["x"]}),
+            json!({"modified": [{"name": "no id"}]}),
+            json!({"other": []}),
+            json!([]),
+        ] {
+            let (s, e) = admin.put(&format!("/api/v1/dashboard/{dash}/filters"), body.clone()).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{body}: {e}");
+            assert!(e["message"].is_object(), "{body}: {e}");
+        }
+        assert_eq!(stored_metadata(&admin, dash).await["native_filter_configuration"], r["result"]);
+        let (s, _) = admin.put("/api/v1/dashboard/999999/filters", json!({"modified": []})).await;
+        assert_eq!(s, StatusCode::NOT_FOUND);
+        // Someone who does not own it may not change its filters.
+        let gamma = user_with_roles(&admin, "gfilter", &["Gamma"]).await;
+        let (s, e) = gamma.put(&format!("/api/v1/dashboard/{dash}/filters"), json!({"deleted": ["NATIVE_FILTER-r1"]})).await;
+        assert!(s == StatusCode::FORBIDDEN || s == StatusCode::NOT_FOUND, "{s} {e}");
+        assert_eq!(stored_metadata(&admin, dash).await["native_filter_configuration"], r["result"]);
+
+        // Edit mode: a layout with chart One, then One and Two; the dashboard's charts follow.
+        let chart_entry = |id: i64| json!({"type": "CHART", "id": format!("CHART-{id}"), "children": [],
+                                          "parents": ["ROOT_ID", "GRID_ID", "ROW-1"],
+                                          "meta": {"chartId": id, "width": 4, "height": 50}});
+        let mut positions = json!({"DASHBOARD_VERSION_KEY": "v2",
+            "ROOT_ID": {"type": "ROOT", "id": "ROOT_ID", "children": ["GRID_ID"]},
+            "GRID_ID": {"type": "GRID", "id": "GRID_ID", "children": ["ROW-1"], "parents": ["ROOT_ID"]},
+            "ROW-1": {"type": "ROW", "id": "ROW-1", "children": [format!("CHART-{}", charts[0])], "meta": {"background": "BACKGROUND_TRANSPARENT"}},
+            "MARKDOWN-1": {"type": "MARKDOWN", "id": "MARKDOWN-1", "children": [], "meta": {"code": "# Hi", "width": 4, "height": 50}}});
+        positions[format!("CHART-{}", charts[0])] = chart_entry(charts[0]);
+        let mut md = stored_metadata(&admin, dash).await;
+        md["positions"] = positions.clone();
+        let (s, r) = admin
+            .put(&format!("/api/v1/dashboard/{dash}"), json!({"dashboard_title": "Flows!", "json_metadata": md.to_string()}))
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(linked_charts(&admin, dash).await, vec![charts[0]]);
+        let (_, d) = admin.get(&format!("/api/v1/dashboard/{dash}")).await;
+        let layout: Value = serde_json::from_str(d["result"]["position_json"].as_str().unwrap()).unwrap();
+        let (_, one) = admin.get(&format!("/api/v1/chart/{}", charts[0])).await;
+        assert_eq!(layout[format!("CHART-{}", charts[0])]["meta"]["uuid"], one["result"]["uuid"], "{layout}");
+        assert_eq!(layout["MARKDOWN-1"]["meta"]["code"], "# Hi");
+        let md_after = stored_metadata(&admin, dash).await;
+        assert!(md_after.get("positions").is_none(), "positions live in position_json: {md_after}");
+        assert_eq!(md_after["native_filter_configuration"], r["result"]["json_metadata"].as_str().map(|t| serde_json::from_str::<Value>(t).unwrap()["native_filter_configuration"].clone()).unwrap());
+        assert_eq!(d["result"]["dashboard_title"], "Flows!");
+        // Chart Two dragged in.
+        positions[format!("CHART-{}", charts[1])] = chart_entry(charts[1]);
+        md["positions"] = positions.clone();
+        let (s, r) = admin.put(&format!("/api/v1/dashboard/{dash}"), json!({"json_metadata": md.to_string()})).await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(linked_charts(&admin, dash).await, charts.clone());
+        // A chart id that does not exist is not linked; malformed positions are refused.
+        positions["CHART-999999"] = chart_entry(999_999);
+        md["positions"] = positions.clone();
+        let (s, _) = admin.put(&format!("/api/v1/dashboard/{dash}"), json!({"json_metadata": md.to_string()})).await;
+        assert_eq!(s, StatusCode::OK);
+        assert_eq!(linked_charts(&admin, dash).await, charts.clone());
+        md["positions"] = json!(["not", "a", "map"]);
+        let (s, e) = admin.put(&format!("/api/v1/dashboard/{dash}"), json!({"json_metadata": md.to_string()})).await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{e}");
+        assert_eq!(linked_charts(&admin, dash).await, charts.clone());
+
+        // Download → Export to .CSV: the chart data posted as an HTML form.
+        let context = json!({"datasource": {"id": ds, "type": "table"}, "force": false,
+            "queries": [{"columns": ["region"], "metrics": [{"label": "total", "expressionType": "SQL", "sqlExpression": "SUM(amount)"}],
+                         "orderby": [["region", true]], "row_limit": 10}],
+            "result_format": "csv", "result_type": "full"});
+        let resp = admin
+            .request(reqwest::Method::POST, "/api/v1/chart/data")
+            .form(&[("form_data", context.to_string()), ("csrf_token", admin.csrf.clone())])
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let disposition = resp.headers()["content-disposition"].to_str().unwrap().to_owned();
+        assert!(disposition.starts_with("attachment; filename=") && disposition.ends_with(".csv"), "{disposition}");
+        assert_eq!(resp.text().await.unwrap(), "region,total\nnorth,15\nsouth,20\n");
+        // A form without (or with unreadable) form_data is the same 400 as a body that is not JSON.
+        for form in [vec![("other", "x".to_owned())], vec![("form_data", "{not json".to_owned())]] {
+            let resp = admin
+                .request(reqwest::Method::POST, "/api/v1/chart/data")
+                .form(&form)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(body, json!({"message": "Request payload is not JSON"}));
+        }
+    }
+}

@@ -13,7 +13,7 @@ use serde_json::Value as Json_;
 
 use super::Tags;
 use super::error::ApiError;
-use super::extract::{Auth, JsonBody, until_gone};
+use super::extract::{Auth, JsonOrForm, until_gone};
 use super::resource;
 use super::wire::{Body, JsonOf, Nullable, Obj};
 use crate::services::chart_data::{self, Output, SavedChartOptions};
@@ -181,7 +181,7 @@ impl ChartDataApi {
         &self,
         req: &poem::Request,
         auth: Auth,
-        body: JsonBody<Body<Obj<QueryContextSchema>>>,
+        body: JsonOrForm<Body<Obj<QueryContextSchema>>>,
     ) -> Result<ChartData, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_read", "Chart").await?;
         let work = chart_data::data(&self.state, &user, body.0.value);

@@ -588,6 +588,19 @@ impl DashboardApi {
         let mut changes = resource::changes_from_body(&SPEC, &body.0.value, false)?;
         resource::keep_owner(&mut changes, &user);
         self.validate(&mut changes, Some(id)).await?;
+        // A saved layout decides the dashboard's charts (Superset's `set_dash_metadata`).
+        if let Some(Value::Text(text)) = changes.get("json_metadata").cloned()
+            && !text.is_empty()
+        {
+            let stored = services::dashboard::metadata(&self.state, &user, &text).await?;
+            changes.set("json_metadata", stored.json_metadata);
+            if let Some(layout) = stored.position_json {
+                changes.set("position_json", layout);
+            }
+            if let Some(charts) = stored.charts {
+                changes.link("slices", charts);
+            }
+        }
         self.state
             .store
             .save(&DASHBOARD, Some(id), &changes, Some(user.user.id))
@@ -663,6 +676,33 @@ impl DashboardApi {
             return Err(ApiError::not_found());
         }
         Ok(Json(json!({})))
+    }
+
+    /// Save native filter changes (owners and admins): filters replaced or added by id,
+    /// deleted, reordered. Answers the whole new `native_filter_configuration`.
+    #[oai(
+        path = "/:pk/filters",
+        method = "put",
+        operation_id = "dashboard_put_filters"
+    )]
+    async fn put_filters(
+        &self,
+        auth: Auth,
+        pk: Path<String>,
+        body: JsonBody<Body<Obj<NativeFilterChanges>>>,
+    ) -> Result<Json<ResultOf<Vec<Any<Json_>>>>, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        let changes = filter_changes(&body.0.value)?;
+        let id = pk.0.parse::<i64>().map_err(|_| ApiError::not_found())?;
+        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
+        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
+            return Err(ApiError::not_found());
+        }
+        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
+        let config = services::dashboard::update_filters(&self.state, &user, id, changes).await?;
+        Ok(Json(ResultOf {
+            result: config.into_iter().map(Any).collect(),
+        }))
     }
 
     /// The dashboard's tabs, as a tree and as an id → title map.
@@ -914,6 +954,92 @@ fn colors_from_body(body: &Json_) -> Result<Vec<(&'static str, Json_)>, ApiError
             _ => continue,
         };
         out.push((stored, value.clone()));
+    }
+    if errors.is_empty() {
+        Ok(out)
+    } else {
+        Err(ApiError::fields(Fault::BadRequest, Json_::Object(errors)))
+    }
+}
+
+/// Superset's `DashboardNativeFiltersConfigUpdateSchema`, as documented; [`filter_changes`]
+/// validates it.
+#[derive(Object)]
+struct NativeFilterChanges {
+    /// Filters and dividers to replace or add, whole, each with its `id`.
+    modified: Option<Vec<Any<Json_>>>,
+    /// Ids of filters to remove.
+    deleted: Option<Vec<String>>,
+    /// Every filter id in the new order (empty: keep the order).
+    reordered: Option<Vec<String>>,
+}
+
+/// Validates a filters body as Superset's schema does (400 `{"message": {field: [..]}}`).
+fn filter_changes(body: &Json_) -> Result<services::dashboard::FilterChanges, ApiError> {
+    let Json_::Object(map) = body else {
+        return Err(ApiError::fields(
+            Fault::BadRequest,
+            json!({"_schema": ["Invalid input type."]}),
+        ));
+    };
+    let mut errors = serde_json::Map::new();
+    let mut out = services::dashboard::FilterChanges::default();
+    for (key, value) in map {
+        let items = match value {
+            Json_::Null => {
+                errors.insert(key.clone(), json!(["Field may not be null."]));
+                continue;
+            }
+            Json_::Array(items) => items,
+            _ if matches!(key.as_str(), "modified" | "deleted" | "reordered") => {
+                errors.insert(key.clone(), json!(["Not a valid list."]));
+                continue;
+            }
+            _ => {
+                errors.insert(key.clone(), json!(["Unknown field."]));
+                continue;
+            }
+        };
+        let mut bad = serde_json::Map::new();
+        match key.as_str() {
+            "modified" => {
+                for (i, item) in items.iter().enumerate() {
+                    match item {
+                        Json_::Object(f) if f.get("id").is_some_and(Json_::is_string) => {
+                            out.modified.push(f.clone());
+                        }
+                        Json_::Object(_) => {
+                            bad.insert(i.to_string(), json!({"id": ["Not a valid string."]}));
+                        }
+                        _ => {
+                            bad.insert(i.to_string(), json!(["Not a valid mapping type."]));
+                        }
+                    }
+                }
+            }
+            "deleted" | "reordered" => {
+                let list = if key == "deleted" {
+                    &mut out.deleted
+                } else {
+                    &mut out.reordered
+                };
+                for (i, item) in items.iter().enumerate() {
+                    match item.as_str() {
+                        Some(s) => list.push(s.to_owned()),
+                        None => {
+                            bad.insert(i.to_string(), json!(["Not a valid string."]));
+                        }
+                    }
+                }
+            }
+            _ => {
+                errors.insert(key.clone(), json!(["Unknown field."]));
+                continue;
+            }
+        }
+        if !bad.is_empty() {
+            errors.insert(key.clone(), Json_::Object(bad));
+        }
     }
     if errors.is_empty() {
         Ok(out)

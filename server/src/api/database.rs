@@ -25,11 +25,12 @@ use crate::assets::Kind;
 use crate::auth::CurrentUser;
 use crate::connections;
 use crate::engines::{ConnectionSpec, EngineError};
+use crate::services;
 use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, DATABASE, DATASET};
 use crate::store::model::{Op, Pred, Record};
-use crate::uri::{ConnectionUri, PASSWORD_MASK};
+use crate::uri::{ConnectionUri, PASSWORD_MASK, ParametersError};
 
 const BODY: &[BodyField] = &[
     body("database_name", BodyType::Str(1, 250), true),
@@ -48,7 +49,11 @@ const BODY: &[BodyField] = &[
     body("is_managed_externally", BodyType::Bool, false).not_null(),
     body("external_url", BodyType::Str(0, 10_000), false),
     body("uuid", BodyType::Str(36, 36), false).not_null(),
+    body("configuration_method", BodyType::Str(0, 50), false).not_null(),
 ];
+
+/// Superset's `ConfigurationMethod` values: a URI typed in, or the engine's connection form.
+const CONFIGURATION_METHODS: [&str; 2] = ["sqlalchemy_form", "dynamic_form"];
 
 /// The database resource.
 /// What `GET /database/<pk>` shows.
@@ -151,7 +156,6 @@ pub static SPEC: Spec = Spec {
         ("disable_data_preview", Wire::Bool),
         ("disable_drill_to_detail", Wire::Bool),
         ("allow_multi_catalog", Wire::Bool),
-        ("configuration_method", Wire::Str),
         ("engine_information", Wire::Object),
     ],
 };
@@ -207,7 +211,16 @@ impl DatabaseApi {
         ),
         ApiError,
     > {
-        let mut changes = resource::changes_from_body(&SPEC, body, id.is_none())?;
+        let (body, form_uri) = form_uri(body)?;
+        let mut changes = resource::changes_from_body(&SPEC, &body, id.is_none())?;
+        if let Some(Value::Text(method)) = changes.get("configuration_method")
+            && !CONFIGURATION_METHODS.contains(&method.as_str())
+        {
+            return Err(ApiError::fields(
+                Fault::BadRequest,
+                json!({"configuration_method": ["Must be one of: sqlalchemy_form, dynamic_form."]}),
+            ));
+        }
         if let Some(Value::Text(name)) = changes.get("database_name").cloned() {
             let name = name.trim().to_owned();
             if let Some(other) = self
@@ -224,10 +237,13 @@ impl DatabaseApi {
             }
             changes.set("database_name", name);
         }
-        let Some(Value::Text(raw)) = changes.get("sqlalchemy_uri").cloned() else {
-            return Ok((changes, None, None));
+        let mut uri = match (form_uri, changes.get("sqlalchemy_uri")) {
+            (Some(uri), _) => uri,
+            (None, Some(Value::Text(raw))) => {
+                ConnectionUri::parse(raw).map_err(|e| uri_error(&e))?
+            }
+            (None, _) => return Ok((changes, None, None)),
         };
-        let mut uri = ConnectionUri::parse(&raw).map_err(|e| uri_error(&e))?;
         ensure_safe(&self.state, &uri)?;
         let password = match uri.password.as_deref() {
             Some(PASSWORD_MASK) => {
@@ -291,8 +307,9 @@ impl DatabaseApi {
         result["sqlalchemy_uri"] = json!(masked_uri(rec));
         result["uuid"] = json!(rec.text("uuid"));
         result["expose_in_sqllab"] = json!(rec.flag("expose_in_sqllab"));
-        result["configuration_method"] = json!("sqlalchemy_form");
+        result["configuration_method"] = json!(rec.text("configuration_method"));
         result["driver"] = computed(rec, "driver").unwrap_or_default();
+        result["parameters"] = stored_parameters(rec);
         result
     }
 
@@ -548,8 +565,11 @@ impl DatabaseApi {
         let id = self.resolve(pk.0, &user).await?;
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
         let mut result = resource::render(&DATABASE, &rec, Connection::COLUMNS, &computed);
-        result["parameters"] = json!({});
-        result["parameters_schema"] = json!({});
+        result["parameters"] = stored_parameters(&rec);
+        result["parameters_schema"] = match result["backend"].as_str() {
+            Some("postgresql") => postgres_parameters_schema(),
+            _ => json!({}),
+        };
         result["masked_encrypted_extra"] = Json_::Null;
         Ok(Reply::new(json!({"id": id, "result": result})))
     }
@@ -624,6 +644,26 @@ impl DatabaseApi {
             other => other?,
         }
         self.state.engines.forget(id);
+        Ok(Json(Message {
+            message: "OK".to_owned(),
+        }))
+    }
+
+    /// Check the fields of the connection form, step by step (missing fields, host, port,
+    /// then a real connection), as the dialog does while they are typed.
+    #[oai(
+        path = "/validate_parameters",
+        method = "post",
+        operation_id = "database_validate_parameters"
+    )]
+    async fn validate_parameters(
+        &self,
+        auth: Auth,
+        body: JsonBody<Body<Obj<ValidateParametersBody>>>,
+    ) -> Result<Json<Message>, ApiError> {
+        let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
+        let form = form_check(&body.0.value)?;
+        services::database::validate_form(&self.state, &user, form).await?;
         Ok(Json(Message {
             message: "OK".to_owned(),
         }))
@@ -963,6 +1003,162 @@ fn metadata_error(engine: crate::uri::Engine, table: &str, e: &EngineError) -> A
     }
 }
 
+/// The JSON schema of PostgreSQL's connection form (apispec's rendering of Superset's
+/// `BasicParametersSchema`), which `/available/` and `/<pk>/connection` show.
+fn postgres_parameters_schema() -> Json_ {
+    json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "nullable": true, "description": "Username"},
+            "password": {"type": "string", "nullable": true, "description": "Password"},
+            "host": {"type": "string", "description": "Hostname or IP address"},
+            "port": {"type": "integer", "description": "Database port",
+                     "minimum": 0, "maximum": 65536},
+            "database": {"type": "string", "description": "Database name"},
+            "query": {"type": "object", "additionalProperties": {},
+                      "description": "Additional parameters"},
+            "encryption": {"type": "boolean",
+                           "description": "Use an encrypted connection to the database"},
+            "ssh": {"type": "boolean",
+                    "description": "Use an ssh tunnel connection to the database"},
+        },
+        "required": ["database", "host", "port", "username"],
+        "additionalProperties": false,
+    })
+}
+
+/// The connection form's fields of a stored database (password masked), `{}` when its URI
+/// has no form.
+fn stored_parameters(rec: &Record) -> Json_ {
+    ConnectionUri::parse(&rec.text("sqlalchemy_uri"))
+        .map(|u| u.parameters(rec.flag("has_password")))
+        .unwrap_or_else(|_| json!({}))
+}
+
+/// Superset's `DatabaseParametersSchemaMixin.build_sqlalchemy_uri`, run before the body is
+/// read: `engine`, `driver` and `parameters` are taken out, and with `configuration_method:
+/// dynamic_form` the URI is built from the parameters (returned apart, so its password never
+/// passes through the body). The body then carries the URI without its password.
+fn form_uri(body: &Json_) -> Result<(Json_, Option<ConnectionUri>), ApiError> {
+    let mut body = body.clone();
+    let Some(obj) = body.as_object_mut() else {
+        return Ok((body, None));
+    };
+    let mut parameters = obj.remove("parameters");
+    let engine = obj
+        .remove("engine")
+        .filter(|e| !e.is_null())
+        .or_else(|| {
+            parameters
+                .as_mut()
+                .and_then(Json_::as_object_mut)
+                .and_then(|p| p.remove("engine"))
+        })
+        .or_else(|| obj.get("backend").cloned());
+    obj.remove("driver");
+    if obj.get("configuration_method").and_then(Json_::as_str) != Some("dynamic_form") {
+        return Ok((body, None));
+    }
+    let Some(engine) = engine
+        .as_ref()
+        .and_then(Json_::as_str)
+        .filter(|e| !e.is_empty())
+    else {
+        return Err(ApiError::fields(
+            Fault::BadRequest,
+            json!({"_schema": ["An engine must be specified when passing individual parameters to a database."]}),
+        ));
+    };
+    let params = match parameters {
+        None | Some(Json_::Null) => serde_json::Map::new(),
+        Some(Json_::Object(p)) => p,
+        Some(_) => {
+            return Err(ApiError::fields(
+                Fault::BadRequest,
+                json!({"parameters": ["Not a valid mapping type."]}),
+            ));
+        }
+    };
+    let uri = ConnectionUri::from_parameters(engine, &params).map_err(|e| match e {
+        ParametersError::Fields(f) => ApiError::fields(Fault::BadRequest, f),
+        ParametersError::Engine => {
+            ApiError::fields(Fault::BadRequest, json!({"_schema": [e.to_string()]}))
+        }
+    })?;
+    obj.insert("sqlalchemy_uri".into(), json!(uri.without_password()));
+    Ok((body, Some(uri)))
+}
+
+/// Reads a `validate_parameters` body as Superset's `DatabaseValidateParametersSchema` does:
+/// each bad field is one 422 `INVALID_PAYLOAD_SCHEMA_ERROR`.
+fn form_check(body: &Json_) -> Result<services::database::FormCheck, ApiError> {
+    use services::database::Problem;
+    let mut problems = Vec::new();
+    let mut bad = |field: &str, message: &str| {
+        problems.push(Problem {
+            error_type: "INVALID_PAYLOAD_SCHEMA_ERROR",
+            level: "error",
+            message: message.to_owned(),
+            extra: json!({"invalid": [field]}),
+        });
+    };
+    let mut form = services::database::FormCheck::default();
+    match body.get("engine") {
+        Some(Json_::String(e)) => form.engine.clone_from(e),
+        None => bad("engine", "Missing data for required field."),
+        Some(Json_::Null) => bad("engine", "Field may not be null."),
+        Some(_) => bad("engine", "Not a valid string."),
+    }
+    match body.get("configuration_method") {
+        Some(Json_::String(m)) if CONFIGURATION_METHODS.contains(&m.as_str()) => {}
+        None => bad("configuration_method", "Missing data for required field."),
+        Some(_) => bad(
+            "configuration_method",
+            "Must be one of: sqlalchemy_form, dynamic_form.",
+        ),
+    }
+    match body.get("id") {
+        None | Some(Json_::Null) => {}
+        Some(v) => match v.as_i64() {
+            Some(id) => form.id = Some(id),
+            None => bad("id", "Not a valid integer."),
+        },
+    }
+    match body.get("parameters") {
+        None | Some(Json_::Null) => {}
+        Some(Json_::Object(p)) => form.parameters = p.clone(),
+        Some(_) => bad("parameters", "Not a valid mapping type."),
+    }
+    match body.get("database_name") {
+        None | Some(Json_::Null) => {}
+        Some(Json_::String(n)) if (1..=250).contains(&n.chars().count()) => {}
+        Some(Json_::String(_)) => bad("database_name", "Length must be between 1 and 250."),
+        Some(_) => bad("database_name", "Not a valid string."),
+    }
+    if problems.is_empty() {
+        Ok(form)
+    } else {
+        Err(services::Error::ConnectionForm(problems).into())
+    }
+}
+
+/// Superset's `DatabaseValidateParametersSchema`, as documented; [`form_check`] reads it.
+#[derive(Object)]
+struct ValidateParametersBody {
+    /// The engine the form is for (`postgresql`).
+    engine: String,
+    /// `dynamic_form` (or `sqlalchemy_form`).
+    configuration_method: String,
+    /// The database being edited, if any.
+    id: Option<Nullable<i64>>,
+    /// The driver (`psycopg2`).
+    driver: Option<Nullable<String>>,
+    /// The form's fields: host, port, database, username, password, query, encryption.
+    parameters: Option<Nullable<Any<Json_>>>,
+    /// The name it would be saved under.
+    database_name: Option<Nullable<String>>,
+}
+
 /// Superset's `/database/available/` entries for PostgreSQL (`PostgresEngineSpec`: psycopg2,
 /// the basic host/port/database parameters as apispec renders `BasicParametersSchema`) and
 /// SQLite (`SqliteEngineSpec`: no parameters form, no SSH tunnel).
@@ -983,24 +1179,7 @@ fn available_engines() -> Json_ {
             },
             "supports_oauth2": false,
             "default_driver": "psycopg2",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "username": {"type": "string", "nullable": true, "description": "Username"},
-                    "password": {"type": "string", "nullable": true, "description": "Password"},
-                    "host": {"type": "string", "description": "Hostname or IP address"},
-                    "port": {"type": "integer", "description": "Database port",
-                             "minimum": 0, "maximum": 65536},
-                    "database": {"type": "string", "description": "Database name"},
-                    "query": {"type": "object", "additionalProperties": {},
-                              "description": "Additional parameters"},
-                    "encryption": {"type": "boolean",
-                                   "description": "Use an encrypted connection to the database"},
-                    "ssh": {"type": "boolean",
-                            "description": "Use an ssh tunnel connection to the database"},
-                },
-                "required": ["database", "host", "port", "username"],
-            },
+            "parameters": postgres_parameters_schema(),
         },
         {
             "name": "SQLite",

@@ -65,7 +65,6 @@ pub fn computed(rec: &Record, col: &str) -> Option<Json_> {
                 .unwrap_or(false)
         ),
         "explore_database_id" => json!(rec.id),
-        "configuration_method" => json!("sqlalchemy_form"),
         "engine_information" => json!({
             "supports_file_upload": true,
             "disable_ssh_tunneling": true,

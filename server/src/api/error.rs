@@ -147,6 +147,8 @@ fn issue_codes(error_type: &str) -> Vec<(u16, &'static str)> {
         "CONNECTION_ACCESS_DENIED_ERROR" => &[1014, 1015],
         "CONNECTION_UNKNOWN_DATABASE_ERROR" => &[1015],
         "CONNECTION_DATABASE_TIMEOUT" => &[1001, 1009],
+        "CONNECTION_MISSING_PARAMETERS_ERROR" => &[1018],
+        "CONNECTION_INVALID_PORT_ERROR" => &[1034],
         "GENERIC_COMMAND_ERROR" => &[1010],
         "DATASOURCE_SECURITY_ACCESS_ERROR"
         | "TABLE_SECURITY_ACCESS_ERROR"
@@ -196,6 +198,7 @@ fn issue_message(code: u16) -> &'static str {
         1015 => "Either the database is spelled incorrectly or does not exist.",
         1016 => "The schema was deleted or renamed in the database.",
         1017 => "The user doesn't have the proper permissions.",
+        1018 => "One or more parameters needed to configure a database are missing.",
         1019 => "The submitted payload has the incorrect format.",
         1020 => "The submitted payload has the incorrect schema.",
         1021 => "Results backend needed for asynchronous queries is not configured.",
@@ -212,6 +215,7 @@ fn issue_message(code: u16) -> &'static str {
         1030 => "The query has a syntax error.",
         1031 => "The results backend no longer has the data from the query.",
         1032 => "The query associated with the results was deleted.",
+        1034 => "The port number is invalid.",
         1033 => {
             "The results stored in the backend were stored in a different format, and no longer \
              can be deserialized."
@@ -759,6 +763,24 @@ impl From<crate::services::Error> for ApiError {
             E::Internal(cause) => ApiError::internal(&cause),
             E::Connection(e) => e.into(),
             E::SqlLab(e) => e.into(),
+            E::Invalid(fields) => ApiError::fields(Fault::BadRequest, fields),
+            E::ConnectionForm(problems) => {
+                tracing::info!(problems = problems.len(), "connection form refused");
+                ApiError {
+                    fault: Fault::Unprocessable,
+                    body: ErrorBody::Errors(
+                        problems
+                            .into_iter()
+                            .map(|p| entry(p.error_type, p.level, p.message, p.extra))
+                            .collect(),
+                    ),
+                    retry_after: None,
+                }
+            }
+            E::ConnectionTest { engine, error } => {
+                tracing::info!(error_type = error.error_type(), "connection test failed");
+                engine_error(Fault::BadRequest, engine, &error)
+            }
             E::DashboardForbidden => ApiError::sip40(
                 Fault::Forbidden,
                 "DASHBOARD_SECURITY_ACCESS_ERROR",

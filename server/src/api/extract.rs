@@ -9,6 +9,7 @@ use poem_openapi::types::Type;
 use poem_openapi::{ApiExtractor, ApiExtractorType, ExtractParamOptions};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
+use url::form_urlencoded;
 
 use super::error::{ApiError, Fault};
 use crate::auth::{Principal, SessionData, session::SESSION_COOKIE};
@@ -158,18 +159,91 @@ impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for JsonBody<T> {
         _param_opts: ExtractParamOptions<Self::ParamType>,
     ) -> poem::Result<Self> {
         let limit = state(req)?.config.http.max_body_bytes;
-        let is_json = req.content_type().is_some_and(|ct| {
-            ct.parse::<mime::Mime>().is_ok_and(|m| {
-                m.type_() == "application"
-                    && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
-            })
-        });
-        if !is_json {
+        if !is_json(req) {
             return Err(not_json().into());
         }
         let bytes = read_limited(body.take()?, limit).await?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|_| not_json())?;
         parse_value(value).map(JsonBody).map_err(Into::into)
+    }
+}
+
+/// Whether the request says its body is JSON (`application/json` or `*/*+json`).
+fn is_json(req: &Request) -> bool {
+    req.content_type().is_some_and(|ct| {
+        ct.parse::<mime::Mime>().is_ok_and(|m| {
+            m.type_() == "application"
+                && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+        })
+    })
+}
+
+/// [`JsonBody`], or the same JSON as the `form_data` field of an HTML form
+/// (`application/x-www-form-urlencoded`): Superset's `POST /chart/data` takes both, because
+/// the web app's "Export to .CSV" submits a form so the browser downloads the answer.
+pub struct JsonOrForm<T>(pub T);
+
+impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for JsonOrForm<T> {
+    const TYPES: &'static [ApiExtractorType] = &[ApiExtractorType::RequestObject];
+
+    type ParamType = ();
+    type ParamRawType = ();
+
+    fn register(registry: &mut Registry) {
+        T::register(registry);
+    }
+
+    fn request_meta() -> Option<MetaRequest> {
+        use poem_openapi::registry::{MetaSchema, MetaSchemaRef};
+        let form_data = MetaSchema {
+            description: Some("The JSON body, as text"),
+            ..MetaSchema::new("string")
+        };
+        let form = MetaSchema {
+            properties: vec![("form_data", MetaSchemaRef::Inline(Box::new(form_data)))],
+            required: vec!["form_data"],
+            ..MetaSchema::new("object")
+        };
+        Some(MetaRequest {
+            description: None,
+            content: vec![
+                MetaMediaType {
+                    content_type: "application/json",
+                    schema: T::schema_ref(),
+                },
+                MetaMediaType {
+                    content_type: "application/x-www-form-urlencoded",
+                    schema: MetaSchemaRef::Inline(Box::new(form)),
+                },
+            ],
+            required: true,
+        })
+    }
+
+    async fn from_request(
+        req: &'a Request,
+        body: &mut RequestBody,
+        _param_opts: ExtractParamOptions<Self::ParamType>,
+    ) -> poem::Result<Self> {
+        let limit = state(req)?.config.http.max_body_bytes;
+        let is_form = req
+            .content_type()
+            .and_then(|ct| ct.parse::<mime::Mime>().ok())
+            .is_some_and(|m| m.essence_str() == "application/x-www-form-urlencoded");
+        if !is_json(req) && !is_form {
+            return Err(not_json().into());
+        }
+        let bytes = read_limited(body.take()?, limit).await?;
+        let value: Value = if is_form {
+            // As Superset: the form's `form_data` field, parsed; anything else is "not JSON".
+            form_urlencoded::parse(&bytes)
+                .find(|(k, _)| k == "form_data")
+                .and_then(|(_, v)| serde_json::from_str(&v).ok())
+                .ok_or_else(not_json)?
+        } else {
+            serde_json::from_slice(&bytes).map_err(|_| not_json())?
+        };
+        parse_value(value).map(JsonOrForm).map_err(Into::into)
     }
 }
 

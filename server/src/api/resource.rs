@@ -311,6 +311,15 @@ fn labels(cols: &[&str]) -> Json_ {
     )
 }
 
+/// Computed columns made from a relation, and that relation: asking for the column loads it.
+const DERIVED_FROM: &[(&str, &str)] = &[
+    ("changed_by_name", "changed_by"),
+    ("created_by_name", "created_by"),
+    // A chart's dataset name and uuid (the dashboard editor's chart cards show the name).
+    ("datasource_name_text", "table"),
+    ("datasource_uuid", "table"),
+];
+
 /// Relations a set of columns needs loaded.
 pub fn relations_for(model: &Model, columns: &[&str]) -> Vec<&'static str> {
     let mut rels: Vec<&'static str> = model
@@ -321,8 +330,7 @@ pub fn relations_for(model: &Model, columns: &[&str]) -> Vec<&'static str> {
                 && columns.iter().any(|c| {
                     *c == *name
                         || c.strip_prefix(*name).is_some_and(|r| r.starts_with('.'))
-                        || (*name == "changed_by" && *c == "changed_by_name")
-                        || (*name == "created_by" && *c == "created_by_name")
+                        || DERIVED_FROM.contains(&(*c, *name))
                 })
         })
         .map(|(n, _)| *n)

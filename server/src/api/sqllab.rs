@@ -332,6 +332,36 @@ impl SqlLabApi {
     }
 }
 
+/// `POST /superset/sql_json/`: SQL Lab's run endpoint before Superset 3.0 moved it to
+/// `/api/v1/sqllab/execute/`, still what some clients send (superset-api-client's `run()`,
+/// preset-cli after a 404 there). The same body, permission and answer as `execute`.
+pub struct LegacySqlJsonApi {
+    pub(super) state: Arc<AppState>,
+}
+
+#[OpenApi(tag = "Tags::SqlLab")]
+impl LegacySqlJsonApi {
+    /// Run a SQL script (Superset 2.x's `sql_json`); as `POST /api/v1/sqllab/execute/`.
+    #[oai(
+        path = "/superset/sql_json",
+        method = "post",
+        operation_id = "sqllab_sql_json"
+    )]
+    async fn sql_json(
+        &self,
+        req: &poem::Request,
+        auth: Auth,
+        body: JsonBody<ExecuteBody>,
+    ) -> Result<Executed, ApiError> {
+        let user =
+            resource::authorized(&self.state, &auth, "can_execute_sql_query", "SQLLab").await?;
+        let api = SqlLabApi {
+            state: self.state.clone(),
+        };
+        super::extract::until_gone(&self.state, req, api.execute_inner(&user, body.0)).await
+    }
+}
+
 /// `DATABASE_KEYS` of Superset's SQL Lab bootstrap.
 const BOOTSTRAP_DATABASE_KEYS: &[&str] = &[
     "allow_file_upload",

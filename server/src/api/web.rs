@@ -162,11 +162,17 @@ impl WebApi {
             .await
         {
             Ok(user) => {
-                // A new session on login: the old CSRF secret is not carried over, so a token
-                // planted before login cannot be reused after it.
+                // A new session on login that keeps the CSRF secret the form was checked
+                // against, as Flask-WTF does: clients that scrape the token from the login
+                // page (preset-cli's form login) send that same token with every write after
+                // it. The secret is the server's own random value, and the session cookie
+                // carrying it is host-only, HttpOnly and SameSite, so no other site can have
+                // planted it.
                 let fresh = SessionData {
                     uid: Some(user.id),
-                    csrf: Some(auth::SessionKeys::new_csrf_secret()),
+                    csrf: session
+                        .and_then(|s| s.csrf)
+                        .or_else(|| Some(auth::SessionKeys::new_csrf_secret())),
                     iat: chrono::Utc::now().timestamp(),
                 };
                 Ok(PageResponse::Redirect(

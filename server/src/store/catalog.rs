@@ -219,6 +219,7 @@ const DATABASE_FIELDS: &[(&str, Field)] = with_audit![
     col!("impersonate_user", Bool),
     col!("is_managed_externally", Bool),
     col!("external_url", Text),
+    col!("configuration_method", Text),
 ];
 
 /// A database connection (`dbs`). The sealed password is not a field: only
@@ -227,6 +228,10 @@ pub static DATABASE: Model = Model {
     table: "dbs",
     fields: DATABASE_FIELDS,
 };
+
+/// `dbs.extra` of a database created without one: Superset's `Database.extra` column default
+/// (`json.dumps` of these four keys, in this order and spacing).
+pub const DEFAULT_DATABASE_EXTRA: &str = r#"{"metadata_params": {}, "engine_params": {}, "metadata_cache_timeout": {}, "schemas_allowed_for_file_upload": []}"#;
 
 /// A dataset (`tables`).
 pub static DATASET: Model = Model {
@@ -663,6 +668,20 @@ pub async fn save_database_in(
                 .get("database_name")?,
         ),
         None => None,
+    };
+    // Superset's column default for `extra`: the web app parses it (SQL Lab's database list
+    // does `JSON.parse(db.extra)`), so a database created without one must still have one.
+    let defaulted;
+    let changes = match (id, changes.get("extra")) {
+        (None, None) => {
+            defaulted = {
+                let mut c = changes.clone();
+                c.set("extra", DEFAULT_DATABASE_EXTRA);
+                c
+            };
+            &defaulted
+        }
+        _ => changes,
     };
     let id = write_record(tx, &DATABASE, id, changes, user).await?;
     if let Some(pw) = password {

@@ -45,6 +45,11 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "key_value",
         sql: include_str!("migrations/0004_key_value.sql"),
     },
+    Migration {
+        version: 5,
+        name: "database_form",
+        sql: include_str!("migrations/0005_database_form.sql"),
+    },
 ];
 
 /// Arbitrary constants naming Liteset's advisory locks among other advisory-lock users.
