@@ -239,6 +239,19 @@ impl DashboardApi {
         Ok(services::dashboard::resolve(&self.state, key, user).await?)
     }
 
+    /// A dashboard by numeric id that `user` may change, for the endpoints that edit one part
+    /// of its metadata: as Superset, found through the access filter (404), then ownership
+    /// (403).
+    async fn changeable(&self, pk: &str, user: &CurrentUser) -> Result<i64, ApiError> {
+        let id = pk.parse::<i64>().map_err(|_| ApiError::not_found())?;
+        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
+        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
+            return Err(ApiError::not_found());
+        }
+        resource::ensure_changeable(&self.state, &SPEC, &[id], user).await?;
+        Ok(id)
+    }
+
     async fn check_slug(
         &self,
         changes: &mut catalog::Changes,
@@ -655,14 +668,7 @@ impl DashboardApi {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let colors = colors_from_body(&body.0.value)?;
         let touch = mark_updated.0.as_deref().is_none_or(python_truthy);
-        let id = pk.0.parse::<i64>().map_err(|_| ApiError::not_found())?;
-        // Superset finds the dashboard through its access filter (404), then checks
-        // ownership (403).
-        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
-        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
-            return Err(ApiError::not_found());
-        }
-        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
+        let id = self.changeable(&pk.0, &user).await?;
         let found = self
             .state
             .store
@@ -693,12 +699,7 @@ impl DashboardApi {
     ) -> Result<Json<ResultOf<Vec<Any<Json_>>>>, ApiError> {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let changes = filter_changes(&body.0.value)?;
-        let id = pk.0.parse::<i64>().map_err(|_| ApiError::not_found())?;
-        let scope = catalog::dashboard_scope(user.grants(), user.is_admin());
-        if !self.state.store.matches(&DASHBOARD, id, &scope).await? {
-            return Err(ApiError::not_found());
-        }
-        resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
+        let id = self.changeable(&pk.0, &user).await?;
         let config = services::dashboard::update_filters(&self.state, &user, id, changes).await?;
         Ok(Json(ResultOf {
             result: config.into_iter().map(Any).collect(),

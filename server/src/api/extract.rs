@@ -158,24 +158,39 @@ impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for JsonBody<T> {
         body: &mut RequestBody,
         _param_opts: ExtractParamOptions<Self::ParamType>,
     ) -> poem::Result<Self> {
-        let limit = state(req)?.config.http.max_body_bytes;
-        if !is_json(req) {
-            return Err(not_json().into());
-        }
-        let bytes = read_limited(body.take()?, limit).await?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|_| not_json())?;
+        let value = read_json(req, body, false).await?;
         parse_value(value).map(JsonBody).map_err(Into::into)
     }
 }
 
-/// Whether the request says its body is JSON (`application/json` or `*/*+json`).
-fn is_json(req: &Request) -> bool {
-    req.content_type().is_some_and(|ct| {
-        ct.parse::<mime::Mime>().is_ok_and(|m| {
-            m.type_() == "application"
-                && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
-        })
-    })
+/// The JSON value of a request body (bounded by `http.max_body_bytes`): a JSON body, or with
+/// `form` also an HTML form's `form_data` field holding JSON text (as Superset reads it; a
+/// form without it, or any other body, is "not JSON").
+async fn read_json(req: &Request, body: &mut RequestBody, form: bool) -> poem::Result<Value> {
+    let limit = state(req)?.config.http.max_body_bytes;
+    let mime = req
+        .content_type()
+        .and_then(|ct| ct.parse::<mime::Mime>().ok());
+    let is_json = mime.as_ref().is_some_and(|m| {
+        m.type_() == "application"
+            && (m.subtype() == "json" || m.suffix().is_some_and(|s| s == "json"))
+    });
+    let is_form = form
+        && mime
+            .as_ref()
+            .is_some_and(|m| m.essence_str() == "application/x-www-form-urlencoded");
+    if !is_json && !is_form {
+        return Err(not_json().into());
+    }
+    let bytes = read_limited(body.take()?, limit).await?;
+    let value = if is_form {
+        form_urlencoded::parse(&bytes)
+            .find(|(k, _)| k == "form_data")
+            .and_then(|(_, v)| serde_json::from_str(&v).ok())
+    } else {
+        serde_json::from_slice(&bytes).ok()
+    };
+    Ok(value.ok_or_else(not_json)?)
 }
 
 /// [`JsonBody`], or the same JSON as the `form_data` field of an HTML form
@@ -225,24 +240,7 @@ impl<'a, T: Type + DeserializeOwned + Send> ApiExtractor<'a> for JsonOrForm<T> {
         body: &mut RequestBody,
         _param_opts: ExtractParamOptions<Self::ParamType>,
     ) -> poem::Result<Self> {
-        let limit = state(req)?.config.http.max_body_bytes;
-        let is_form = req
-            .content_type()
-            .and_then(|ct| ct.parse::<mime::Mime>().ok())
-            .is_some_and(|m| m.essence_str() == "application/x-www-form-urlencoded");
-        if !is_json(req) && !is_form {
-            return Err(not_json().into());
-        }
-        let bytes = read_limited(body.take()?, limit).await?;
-        let value: Value = if is_form {
-            // As Superset: the form's `form_data` field, parsed; anything else is "not JSON".
-            form_urlencoded::parse(&bytes)
-                .find(|(k, _)| k == "form_data")
-                .and_then(|(_, v)| serde_json::from_str(&v).ok())
-                .ok_or_else(not_json)?
-        } else {
-            serde_json::from_slice(&bytes).map_err(|_| not_json())?
-        };
+        let value = read_json(req, body, true).await?;
         parse_value(value).map(JsonOrForm).map_err(Into::into)
     }
 }

@@ -279,6 +279,21 @@ fn results_payload(rec: &Record, engine: Engine, rs: &ResultSet, display: usize)
 }
 
 impl SqlLabApi {
+    /// A run request (`/sqllab/execute/` and the legacy `/superset/sql_json/`): authorized,
+    /// then run until done or the client hangs up.
+    async fn execute_request(
+        &self,
+        req: &poem::Request,
+        auth: &Auth,
+        body: ExecuteBody,
+    ) -> Result<Executed, ApiError> {
+        let user =
+            resource::authorized(&self.state, auth, "can_execute_sql_query", "SQLLab").await?;
+        // hyper keeps a handler running after its client hung up; this notices and drops the
+        // wait, whose guard stops the query.
+        super::extract::until_gone(&self.state, req, self.execute_inner(&user, body)).await
+    }
+
     /// Checks the body's strings, then runs the script (see [`sqllab::execute`]).
     async fn execute_inner(
         &self,
@@ -353,12 +368,10 @@ impl LegacySqlJsonApi {
         auth: Auth,
         body: JsonBody<ExecuteBody>,
     ) -> Result<Executed, ApiError> {
-        let user =
-            resource::authorized(&self.state, &auth, "can_execute_sql_query", "SQLLab").await?;
         let api = SqlLabApi {
             state: self.state.clone(),
         };
-        super::extract::until_gone(&self.state, req, api.execute_inner(&user, body.0)).await
+        api.execute_request(req, &auth, body.0).await
     }
 }
 
@@ -458,11 +471,7 @@ impl SqlLabApi {
         auth: Auth,
         body: JsonBody<ExecuteBody>,
     ) -> Result<Executed, ApiError> {
-        let user =
-            resource::authorized(&self.state, &auth, "can_execute_sql_query", "SQLLab").await?;
-        // hyper keeps a handler running after its client hung up; this notices and drops the
-        // wait, whose guard stops the query.
-        super::extract::until_gone(&self.state, req, self.execute_inner(&user, body.0)).await
+        self.execute_request(req, &auth, body.0).await
     }
 
     /// The stored results of a finished query: `?q=(key:'<resultsKey>',rows:N)`. Results are
