@@ -312,10 +312,7 @@ impl ConnectionUri {
                 errors.insert("port".into(), json!(["Missing data for required field."]));
                 None
             }
-            Some(v) => match v
-                .as_i64()
-                .or_else(|| v.as_str().and_then(|s| s.trim().parse::<i64>().ok()))
-            {
+            Some(v) => match form_port(v) {
                 Some(p) if (0..65536).contains(&p) => Some(p as u16),
                 Some(_) => {
                     errors.insert(
@@ -418,6 +415,12 @@ impl ConnectionUri {
             "encryption": encryption,
         })
     }
+}
+
+/// A connection form's port as marshmallow's `Integer` reads it: `5432` or `"5432"`.
+pub fn form_port(v: &serde_json::Value) -> Option<i64> {
+    v.as_i64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
 }
 
 fn decode(s: &str) -> String {

@@ -236,11 +236,16 @@ export async function flows(t) {
     await modal.locator('input[id$="_name"]').first().fill('Region');
     await modal.getByRole('combobox', { name: 'Column select' }).click();
     await page.locator('.ant-select-item-option').filter({ hasText: /^region$/ }).first().click();
+    // The dialog closes before its PUT has answered: read the stored filters after it.
+    const saved = page.waitForResponse(
+      (r) => r.request().method() === 'PUT' && /\/api\/v1\/dashboard\/\d+\/filters/.test(r.url()),
+    );
     await modal.getByRole('button', { name: 'Save', exact: true }).click();
+    await saved;
     await modal.waitFor({ state: 'hidden' });
     const meta = JSON.parse((await api(page, `/api/v1/dashboard/${ids.dashboard}`)).result.json_metadata);
-    const saved = (meta.native_filter_configuration ?? []).map((f) => f.name);
-    if (saved.join() !== 'Region') throw new Error(`saved filters: ${JSON.stringify(saved)}`);
+    const names = (meta.native_filter_configuration ?? []).map((f) => f.name);
+    if (names.join() !== 'Region') throw new Error(`saved filters: ${JSON.stringify(names)}`);
     // Apply `north`: the chart queries again with the filter and shows north only.
     const filter = page.locator('.ant-select').filter({ hasText: /Select|region/i }).first();
     await page.getByText('Region', { exact: true }).first().waitFor();

@@ -138,7 +138,7 @@ fn init_migrate_and_create_admin_commands() {
     let out = run(&["migrate"], &env);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(
-        String::from_utf8_lossy(&out.stdout).contains("applied 4 migration(s)"),
+        String::from_utf8_lossy(&out.stdout).contains("applied 5 migration(s)"),
         "{}",
         text(&out)
     );

@@ -1085,7 +1085,27 @@ both_backends! {
         assert_eq!(r["result"]["parameters"]["password"], "XXXXXXXXXX", "{r}");
         let (s, schemas) = admin.get(&format!("/api/v1/database/{id}/schemas/")).await;
         assert_eq!(s, StatusCode::OK, "{schemas}");
-        // The mask is no key to another server's door.
+        // The mask is no key to another server's door, however the other account is spelled,
+        // nor in the hands of someone who may not change connections.
+        let other_host = if host == "localhost" { "127.0.0.1" } else { "localhost" };
+        for (key, value) in [("username", json!("someone_else")), ("host", json!(other_host)),
+                             ("username", json!(format!("{user} ")))] {
+            let mut other = edited.clone();
+            other[key] = value.clone();
+            let (s, r) = check(json!({"id": id, "engine": "postgresql", "configuration_method": "dynamic_form", "parameters": other})).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{key}={value}: {r}");
+            assert!(r["message"]["sqlalchemy_uri"].is_array(), "{key}={value}: {r}");
+        }
+        // Another port is probed first (closed here), never tried with the stored password.
+        let mut other = edited.clone();
+        other["port"] = json!(port as i64 + 1);
+        let (s, r) = check(json!({"id": id, "engine": "postgresql", "configuration_method": "dynamic_form", "parameters": other})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{r}");
+        let gamma = user_with_roles(&admin, "gform", &["Gamma"]).await;
+        let (s, r) = gamma
+            .post("/api/v1/database/validate_parameters/", json!({"id": id, "engine": "postgresql", "configuration_method": "dynamic_form", "parameters": edited.clone()}))
+            .await;
+        assert_eq!(s, StatusCode::FORBIDDEN, "{r}");
         let mut elsewhere = edited.clone();
         elsewhere["host"] = json!("localhost.localdomain");
         elsewhere["username"] = json!("someone_else");

@@ -215,11 +215,11 @@ fn issue_message(code: u16) -> &'static str {
         1030 => "The query has a syntax error.",
         1031 => "The results backend no longer has the data from the query.",
         1032 => "The query associated with the results was deleted.",
-        1034 => "The port number is invalid.",
         1033 => {
             "The results stored in the backend were stored in a different format, and no longer \
              can be deserialized."
         }
+        1034 => "The port number is invalid.",
         1036 => "The database was deleted.",
         1037 => "Custom SQL fields cannot contain sub-queries.",
         1038 => "The submitted payload failed validation.",

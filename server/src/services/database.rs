@@ -95,20 +95,31 @@ pub async fn validate_form(
     }
     let host = p.get("host").and_then(Json::as_str).unwrap_or_default();
     if !host.is_empty() {
-        if tokio::net::lookup_host((host, 0)).await.is_err() {
+        // Resolved once, within the probe's deadline; the port is probed at those addresses.
+        let resolved: Vec<std::net::SocketAddr> =
+            tokio::time::timeout(PORT_PROBE, tokio::net::lookup_host((host, 0)))
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .map(Iterator::collect)
+                .unwrap_or_default();
+        if resolved.is_empty() {
             problems.push(Problem::error(
                 "CONNECTION_INVALID_HOSTNAME_ERROR",
                 "The hostname provided can't be resolved.",
                 json!({"invalid": ["host"]}),
             ));
         } else if present("port") {
-            let port = p.get("port").and_then(|v| {
-                v.as_i64()
-                    .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-            });
-            match port {
+            match p.get("port").and_then(crate::uri::form_port) {
                 Some(port) if (0..65536).contains(&port) => {
-                    let probe = tokio::net::TcpStream::connect((host, port as u16));
+                    let targets: Vec<std::net::SocketAddr> = resolved
+                        .into_iter()
+                        .map(|mut a| {
+                            a.set_port(port as u16);
+                            a
+                        })
+                        .collect();
+                    let probe = tokio::net::TcpStream::connect(&targets[..]);
                     if !matches!(tokio::time::timeout(PORT_PROBE, probe).await, Ok(Ok(_))) {
                         problems.push(Problem::error(
                             "CONNECTION_PORT_CLOSED_ERROR",
