@@ -140,19 +140,32 @@ export async function flows(t) {
   await step(page, 'flow: build a chart in Explore and save it to a new dashboard', async () => {
     if (!page.url().includes('/chart/add')) await page.goto(`${base}/chart/add/?dataset=${TABLE}`);
     await page.getByText('Table', { exact: true }).last().click();
+    // Explore stores its first state (POST /explore/form_data) from a debounced history
+    // update; a change made before that leaves the page a PUT without a key (405, in Superset
+    // too). A person waits for the page to settle: so does this.
+    const stored = page.waitForResponse(
+      (r) => r.request().method() === 'POST' && /\/api\/v1\/explore\/form_data/.test(r.url()),
+    );
     await page.getByRole('button', { name: 'Create new chart' }).click();
     await page.waitForURL(/\/explore\//);
     await page.getByText('Dimensions', { exact: true }).first().waitFor();
+    await stored;
     const option = (name) =>
       page.locator('[draggable="true"]').filter({ hasText: new RegExp(`^${name.replace(/[()*]/g, '\\$&')}$`) }).first();
     await option('region').dragTo(page.getByText('Drop columns here or click').first());
     await option('COUNT(*)').dragTo(page.getByText('Drop columns/metrics here or click').first());
     await page.getByRole('button', { name: 'Create chart' }).click();
     await page.locator('.chart-container').getByText('north', { exact: true }).first().waitFor();
+    // The dashboard picker offers a typed name as a new dashboard once its list has loaded;
+    // typed earlier, the list's arrival leaves "No data". Type after it.
+    const listed = page.waitForResponse(
+      (r) => r.request().method() === 'GET' && /\/api\/v1\/dashboard\/\?q=/.test(r.url()),
+    );
     await page.locator('button').filter({ hasText: /^\s*Save\s*$/ }).first().click();
     const modal = page.locator('.ant-modal').filter({ hasText: 'Save chart' }).first();
     await modal.locator('input[name="new_slice_name"]').fill(CHART);
     await modal.getByRole('combobox').last().click();
+    await listed;
     await page.keyboard.type(DASHBOARD);
     await select(DASHBOARD).click();
     await modal.getByRole('button', { name: 'Save & go to dashboard' }).click();

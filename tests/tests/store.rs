@@ -128,6 +128,59 @@ both_backends! {
         Ok(())
     }
 
+    async fn a_transaction_cancelled_while_it_begins_leaves_nothing_open(meta: Metadata) -> anyhow::Result<()> {
+        // One connection, so every statement below runs on the one a cancelled BEGIN touched.
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("meta.db");
+        let url = match meta {
+            Metadata::Sqlite => None,
+            Metadata::Postgres => Some(pg().await.fresh_database().await),
+        };
+        let open = |size| {
+            let (path, url) = (path.clone(), url.clone());
+            async move {
+                match &url {
+                    None => Store::open(Location::Sqlite(&path), size).await,
+                    Some(url) => Store::open(Location::Postgres(url), size).await,
+                }
+            }
+        };
+        let store = open(1).await?;
+        store.migrate().await?;
+        let other = open(1).await?;
+        // A handler's future can be dropped at any await (its client went away, a deadline
+        // passed): drop `begin` after each number of polls, then write outside any transaction
+        // on the same pooled connection. The write must be committed, seen by another
+        // connection, not swallowed by a transaction the cancelled BEGIN left open.
+        for polls in 0..8 {
+            {
+                let begin = store.db().begin();
+                tokio::pin!(begin);
+                let mut n = 0;
+                std::future::poll_fn(|cx| {
+                    if n == polls {
+                        return std::task::Poll::Ready(());
+                    }
+                    n += 1;
+                    match begin.as_mut().poll(cx) {
+                        std::task::Poll::Ready(_) => std::task::Poll::Ready(()),
+                        std::task::Poll::Pending => {
+                            cx.waker().wake_by_ref();
+                            std::task::Poll::Pending
+                        }
+                    }
+                })
+                .await;
+            }
+            let name = format!("after-{polls}-polls");
+            store.db().execute("INSERT INTO ab_role (name) VALUES ($1)", params![name.clone()]).await?;
+            let seen = other.db()
+                .query("SELECT name FROM ab_role WHERE name = $1", params![name.clone()]).await?;
+            assert_eq!(seen.len(), 1, "{name}: the write stayed inside a leftover transaction");
+        }
+        Ok(())
+    }
+
     async fn builtin_roles_sync_exactly_and_idempotently(meta: Metadata) -> anyhow::Result<()> {
         let (store, _dir) = empty_store(meta).await?;
         store.migrate().await?;

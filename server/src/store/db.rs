@@ -289,8 +289,11 @@ impl ManageConnection for SqliteManager {
         Ok(())
     }
 
-    fn has_broken(&self, _conn: &mut Self::Connection) -> bool {
-        false
+    fn has_broken(&self, conn: &mut Self::Connection) -> bool {
+        // A statement still running on the blocking pool when its caller was dropped (a
+        // cancelled BEGIN that ran after the transaction's drop looked) can return the
+        // connection inside a transaction: closing it rolls that back; never reuse it.
+        !conn.is_autocommit()
     }
 }
 
@@ -556,27 +559,32 @@ impl Db {
     }
 
     /// Starts a transaction. It commits only through [`Tx::commit`]; dropping it rolls back.
+    ///
+    /// The connection is owned by the [`Tx`] before BEGIN is sent, so a caller dropped while
+    /// BEGIN is on its way (its client went away, a deadline passed) still rolls back through
+    /// [`Tx`]'s drop instead of handing the pool a connection inside a transaction, where the
+    /// next borrower's writes would never commit and their row locks never be released.
     pub async fn begin(&self) -> Result<Tx> {
-        match self {
-            Db::Sqlite(pool) => {
-                let conn: SqliteConn = Arc::new(Mutex::new(pool.get_owned().await?));
-                // IMMEDIATE takes the write lock up front, so two transactions that read and
-                // then write cannot deadlock on lock upgrade.
-                sqlite_run(conn.clone(), |c| c.execute_batch("BEGIN IMMEDIATE")).await?;
-                Ok(Tx {
-                    inner: Some(TxInner::Sqlite(conn)),
-                    backend: Backend::Sqlite,
-                })
-            }
-            Db::Postgres(pool) => {
-                let conn = pool.get_owned().await?;
-                conn.batch_execute("BEGIN").await?;
-                Ok(Tx {
-                    inner: Some(TxInner::Postgres(Box::new(conn))),
-                    backend: Backend::Postgres,
-                })
-            }
-        }
+        let tx = match self {
+            Db::Sqlite(pool) => Tx {
+                inner: Some(TxInner::Sqlite(Arc::new(Mutex::new(
+                    pool.get_owned().await?,
+                )))),
+                backend: Backend::Sqlite,
+            },
+            Db::Postgres(pool) => Tx {
+                inner: Some(TxInner::Postgres(Box::new(pool.get_owned().await?))),
+                backend: Backend::Postgres,
+            },
+        };
+        // SQLite: IMMEDIATE takes the write lock up front, so two transactions that read and
+        // then write cannot deadlock on lock upgrade.
+        tx.batch(match self {
+            Db::Sqlite(_) => "BEGIN IMMEDIATE",
+            Db::Postgres(_) => "BEGIN",
+        })
+        .await?;
+        Ok(tx)
     }
 
     /// Runs a script of several statements without parameters (migrations).
