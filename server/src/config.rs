@@ -290,7 +290,8 @@ pub struct QueryConfig {
     pub cache_default_timeout_secs: u64,
     /// Superset's `ROW_LIMIT`: rows of a chart query without `row_limit`.
     pub row_limit: u64,
-    /// Superset's `SAMPLES_ROW_LIMIT`.
+    /// Superset's `SAMPLES_ROW_LIMIT`: rows of a samples query without `row_limit` (a
+    /// default, not a cap).
     pub samples_row_limit: u64,
     /// Superset's `SQL_MAX_ROW`: the cap of every chart and SQL Lab query.
     pub sql_max_row: u64,

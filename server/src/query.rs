@@ -89,6 +89,59 @@ impl DatasetColumn {
     }
 }
 
+/// Superset's `map_sql_type_to_inferred_type` through `extract_dataframe_dtypes`' generic
+/// map: the first `TYPE_MAPPING` pattern found anywhere in the type, case-insensitively.
+/// Unlike [`crate::engines::generic_type`] (the engine's column spec), `BOOLEAN` is boolean,
+/// `REAL`, `SERIAL` and `MONEY` are strings, and `INTERVAL` or `POINT` are numeric ("INT").
+pub fn sql_type_generic(type_name: &str) -> GenericType {
+    const TYPE_MAPPING: &[(&[&str], GenericType)] = &[
+        (&["int"], GenericType::Numeric),
+        (&["char", "text", "varchar"], GenericType::String),
+        (
+            &["decimal", "numeric", "float", "double"],
+            GenericType::Numeric,
+        ),
+        (&["bool"], GenericType::Boolean),
+        (&["date", "time"], GenericType::Temporal),
+    ];
+    // Python's IGNORECASE also folds the dotless and dotted i (and the long s and the Kelvin
+    // sign) onto ASCII letters.
+    let folded: String = type_name
+        .chars()
+        .map(|c| match c {
+            '\u{130}' | '\u{131}' => 'i',
+            '\u{17f}' => 's',
+            '\u{212a}' => 'k',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    TYPE_MAPPING
+        .iter()
+        .find(|(patterns, _)| patterns.iter().any(|p| folded.contains(p)))
+        .map_or(GenericType::String, |(_, t)| *t)
+}
+
+/// Superset's `get_metric_type_from_column` through `extract_dataframe_dtypes`' generic map:
+/// `re.match(r"(SUM|AVG|COUNT|COUNT_DISTINCT|MIN|MAX|FIRST|LAST)\((.*)\)", expression)`
+/// (case-sensitive, anchored at the start, `.` stopping at a newline) looked up in
+/// `METRIC_MAP_TYPE`. SUM, AVG, COUNT and COUNT_DISTINCT are "floating", so numeric; MIN and
+/// MAX are "numeric", which the generic map lacks, so strings like FIRST, LAST and any other
+/// expression.
+pub fn metric_expression_generic(expression: &str) -> GenericType {
+    const FLOATING: &[&str] = &["SUM", "AVG", "COUNT", "COUNT_DISTINCT"];
+    let floating = FLOATING.iter().any(|f| {
+        expression
+            .strip_prefix(f)
+            .and_then(|rest| rest.strip_prefix('('))
+            .is_some_and(|rest| rest.split('\n').next().is_some_and(|l| l.contains(')')))
+    });
+    if floating {
+        GenericType::Numeric
+    } else {
+        GenericType::String
+    }
+}
+
 /// A saved metric.
 #[derive(Clone, Debug)]
 pub struct DatasetMetric {
@@ -106,9 +159,60 @@ impl Datasource {
         self.columns.iter().find(|c| c.name == name)
     }
 
+    /// The generic type Superset's `extract_dataframe_dtypes` gives a result column called
+    /// `label` whose values are all null (so every column of a 0-row result), where pandas has
+    /// nothing to infer from: a dataset column's comes from its SQL type
+    /// ([`sql_type_generic`]), a saved metric's from its expression
+    /// ([`metric_expression_generic`]), anything else is a string.
+    pub fn all_null_type(&self, label: &str) -> GenericType {
+        match (self.column(label), self.metric(label)) {
+            (Some(c), _) => sql_type_generic(&c.type_name),
+            (None, Some(m)) => metric_expression_generic(&m.expression),
+            (None, None) => GenericType::String,
+        }
+    }
+
     /// The saved metric called `name`.
     pub fn metric(&self, name: &str) -> Option<&DatasetMetric> {
         self.metrics.iter().find(|m| m.name == name)
+    }
+}
+
+#[cfg(test)]
+impl Datasource {
+    /// A PostgreSQL table `t` with these columns (name, SQL type, `is_dttm`) and saved metrics
+    /// (name, expression), for tests.
+    pub(crate) fn for_tests(columns: &[(&str, &str, bool)], metrics: &[(&str, &str)]) -> Self {
+        Datasource {
+            id: 1,
+            database_id: 1,
+            database_name: "examples".into(),
+            engine: Engine::Postgres,
+            schema: None,
+            table_name: "t".into(),
+            sql: None,
+            main_dttm_col: None,
+            cache_timeout: None,
+            database_cache_timeout: None,
+            columns: columns
+                .iter()
+                .map(|(name, type_name, is_dttm)| DatasetColumn {
+                    name: (*name).into(),
+                    expression: None,
+                    type_name: (*type_name).into(),
+                    is_dttm: *is_dttm,
+                    verbose_name: None,
+                })
+                .collect(),
+            metrics: metrics
+                .iter()
+                .map(|(name, expression)| DatasetMetric {
+                    name: (*name).into(),
+                    expression: (*expression).into(),
+                    verbose_name: None,
+                })
+                .collect(),
+        }
     }
 }
 
@@ -167,5 +271,63 @@ impl From<sqlcheck::SqlError> for QueryError {
 impl From<EngineError> for QueryError {
     fn from(e: EngineError) -> Self {
         QueryError::Engine(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use GenericType::{Boolean, Numeric, String, Temporal};
+
+    /// `TYPE_MAPPING` in order, case-insensitive, matched anywhere in the type.
+    #[test]
+    fn sql_types_map_like_superset_type_mapping() {
+        for (sql_type, want) in [
+            ("INTEGER", Numeric),
+            ("bigint", Numeric),
+            ("INTERVAL", Numeric),
+            ("POINT", Numeric),
+            ("VARCHAR(10)", String),
+            ("text", String),
+            ("CHARACTER VARYING", String),
+            ("NUMERIC(10, 2)", Numeric),
+            ("DOUBLE PRECISION", Numeric),
+            ("float8", Numeric),
+            ("BOOLEAN", Boolean),
+            ("DATE", Temporal),
+            ("TIMESTAMP WITHOUT TIME ZONE", Temporal),
+            ("timestamptz", Temporal),
+            ("REAL", String),
+            ("SERIAL", String),
+            ("MONEY", String),
+            ("JSON", String),
+            ("", String),
+            // "DATETIME" has no INT, CHAR or BOOL: temporal; "TINYINT" is numeric first.
+            ("DATETIME", Temporal),
+            ("TINYINT", Numeric),
+        ] {
+            assert_eq!(sql_type_generic(sql_type), want, "{sql_type}");
+        }
+    }
+
+    #[test]
+    fn metric_expressions_map_like_superset() {
+        for (expression, want) in [
+            ("SUM(x)", Numeric),
+            ("AVG(x) * 2", Numeric),
+            ("COUNT(*)", Numeric),
+            ("COUNT_DISTINCT(x)", Numeric),
+            ("MIN(x)", String),
+            ("MAX(x)", String),
+            ("FIRST(x)", String),
+            ("LAST(x)", String),
+            ("sum(x)", String),
+            ("COUNT(DISTINCT x)", Numeric),
+            ("SUM (x)", String),
+            ("SUM(\nx)", String),
+            ("1 + SUM(x)", String),
+        ] {
+            assert_eq!(metric_expression_generic(expression), want, "{expression}");
+        }
     }
 }

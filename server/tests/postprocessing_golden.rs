@@ -10,9 +10,11 @@ use chrono::DateTime;
 use liteset::config::PluginConfig;
 use liteset::engines::{Cell, GenericType};
 use liteset::plugins::{PluginError, Plugins, pipeline};
+use liteset::query::Datasource;
 use liteset::query::context;
-use liteset::query::frame::Frame;
+use liteset::query::frame::{Frame, Index};
 use liteset::store::{Location, Store};
+use liteset::uri::Engine;
 use serde_json::{Value, json};
 
 fn fixtures() -> PathBuf {
@@ -113,6 +115,20 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
         files.len()
     );
 
+    let no_dataset = Datasource {
+        id: 1,
+        database_id: 1,
+        database_name: "golden".into(),
+        engine: Engine::Postgres,
+        schema: None,
+        table_name: "golden".into(),
+        sql: None,
+        main_dttm_col: None,
+        cache_timeout: None,
+        database_cache_timeout: None,
+        columns: Vec::new(),
+        metrics: Vec::new(),
+    };
     let mut failures = Vec::new();
     for file in &files {
         let case: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
@@ -167,8 +183,10 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
             failures.push(format!("{name}: succeeded, want {expected}"));
             continue;
         }
-        frame.retype_all_null(|_| None);
         frame.finish_labels();
+        // The vectors' labels name no dataset column or saved metric: Superset's all-null rule
+        // makes such columns strings.
+        frame.apply_dataset_types(&no_dataset);
         let mut diffs = Vec::new();
         if json!(frame.colnames) != expected["colnames"] {
             diffs.push(format!(
@@ -190,8 +208,8 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
         let n = frame.rows.len();
         let index = frame
             .index
-            .clone()
-            .unwrap_or_else(|| (0..n).map(Value::from).collect());
+            .as_ref()
+            .map_or_else(|| (0..n).map(Value::from).collect(), Index::labels);
         if !same(&Value::Array(index.clone()), &expected["indexnames"]) {
             diffs.push(format!(
                 "indexnames {index:?} want {}",

@@ -8,11 +8,11 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, NaiveDateTime, NaiveTime};
-use serde_json::{Number, Value as Json};
+use serde_json::Value as Json;
 
 use super::bindings::types::{Column, ColumnData, Table, Utf8Dict, Utf8Packed};
 use crate::engines::{Cell, GenericType};
-use crate::query::frame::Frame;
+use crate::query::frame::{Frame, Index};
 
 /// Largest number of rows a plugin may return.
 pub const MAX_ROWS: usize = 10_000_000;
@@ -307,17 +307,8 @@ fn generic(c: &Column, n: usize) -> GenericType {
     }
 }
 
-fn index_json(cell: Cell) -> Json {
-    match cell {
-        Cell::Timestamp(t) => {
-            Number::from_f64(t.and_utc().timestamp_millis() as f64).map_or(Json::Null, Json::Number)
-        }
-        other => crate::query::frame::cell_json(&other),
-    }
-}
-
 /// A validated table as a frame: cells typed from the columns, the index (when the plugin
-/// returned one) as Superset's `indexnames`.
+/// returned one) with its level names, for `indexnames` and the CSV.
 pub fn to_frame(t: &Table) -> Frame {
     let n = t.num_rows as usize;
     let colnames = t.columns.iter().map(|c| c.name.clone()).collect();
@@ -325,13 +316,11 @@ pub fn to_frame(t: &Table) -> Frame {
     let rows = (0..n)
         .map(|i| t.columns.iter().map(|c| cell(c, i)).collect())
         .collect();
-    let index = (!t.index.is_empty()).then(|| {
-        (0..n)
-            .map(|i| match t.index.as_slice() {
-                [one] => index_json(cell(one, i)),
-                levels => Json::Array(levels.iter().map(|l| index_json(cell(l, i))).collect()),
-            })
-            .collect()
+    let index = (!t.index.is_empty()).then(|| Index {
+        names: t.index.iter().map(|l| l.name.clone()).collect(),
+        rows: (0..n)
+            .map(|i| t.index.iter().map(|l| cell(l, i)).collect())
+            .collect(),
     });
     Frame {
         colnames,

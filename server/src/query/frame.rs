@@ -1,13 +1,15 @@
 //! Query results as Superset returns them: `colnames`, `coltypes` (pandas' inferred generic
-//! types), `data` records (datetimes as epoch-ms floats, NaN and infinities as null, decimals
-//! as floats) and CSV (pandas' `to_csv` text: Python float repr, `True`/`False`, empty NULLs,
-//! decimals with their scale, date-only timestamps when every value is at midnight).
+//! types, then Superset's dataset rules), `data` records (datetimes as epoch-ms floats, NaN and
+//! infinities as null, decimals as floats) and CSV (pandas' `to_csv` text: Python float repr,
+//! `True`/`False`, empty NULLs, decimals with their scale, date-only timestamps when every
+//! value is at midnight, a non-default index as leading columns).
 
 use std::collections::{BTreeSet, HashMap};
 
 use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde_json::{Map, Number, Value as Json};
 
+use super::Datasource;
 use crate::engines::{Cell, GenericType, ResultSet};
 
 /// A result ready for rendering: cells normalised, columns typed.
@@ -19,8 +21,32 @@ pub struct Frame {
     pub coltypes: Vec<GenericType>,
     /// Rows.
     pub rows: Vec<Vec<Cell>>,
-    /// Row labels left by post-processing (`indexnames`); `None` means positions 0, 1, 2, ...
-    pub index: Option<Vec<Json>>,
+    /// Row labels left by post-processing; `None` is pandas' default `RangeIndex` (positions
+    /// 0, 1, 2, ...).
+    pub index: Option<Index>,
+}
+
+/// A pandas index other than the default `RangeIndex`, as post-processing left it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Index {
+    /// The name of each level (`""` for an unnamed one).
+    pub names: Vec<String>,
+    /// Each row's label, one cell per level.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+impl Index {
+    /// Superset's `indexnames` (`list(df.index)`): each row's label, a list when there are
+    /// several levels.
+    pub fn labels(&self) -> Vec<Json> {
+        self.rows
+            .iter()
+            .map(|row| match row.as_slice() {
+                [one] => cell_json(one),
+                levels => Json::Array(levels.iter().map(cell_json).collect()),
+            })
+            .collect()
+    }
 }
 
 /// Parses the datetime texts SQLite and virtual datasets hand back for temporal columns.
@@ -90,16 +116,23 @@ impl Frame {
             .collect()
     }
 
-    /// An all-null column takes its type from the dataset column of that name (`dataset_type`),
-    /// as Superset's `extract_dataframe_dtypes` does after post-processing.
-    pub fn retype_all_null(&mut self, dataset_type: impl Fn(&str) -> Option<GenericType>) {
+    /// Superset's `extract_dataframe_dtypes` on the frame an answer reports (after
+    /// post-processing, or the rows as fetched when there is none): a label naming an
+    /// `is_dttm` dataset column is temporal whatever its values; a column whose values are
+    /// all null (NaN included, and every column of a 0-row result) has nothing for pandas to
+    /// infer from and takes [`Datasource::all_null_type`]; any other keeps the type inferred
+    /// from its values (nulls skipped, so a numeric column with some NULLs stays numeric).
+    pub fn apply_dataset_types(&mut self, ds: &Datasource) {
         for (i, name) in self.colnames.iter().enumerate() {
-            let all_null = self
-                .rows
-                .iter()
-                .all(|r| matches!(r.get(i), Some(Cell::Null) | None));
-            if all_null && let Some(t) = dataset_type(name) {
-                self.coltypes[i] = t;
+            let typed = if ds.column(name).is_some_and(|c| c.is_dttm) {
+                GenericType::Temporal
+            } else if self.rows.iter().all(|r| r.get(i).is_none_or(is_na)) {
+                ds.all_null_type(name)
+            } else {
+                continue;
+            };
+            if let Some(t) = self.coltypes.get_mut(i) {
+                *t = typed;
             }
         }
     }
@@ -125,57 +158,106 @@ impl Frame {
         self.coltypes.iter().map(|t| t.code()).collect()
     }
 
-    /// pandas' `to_csv(index=False)` text with `headers` as the header row, headers and text
-    /// cells escaped against spreadsheet formulas as Superset's `df_to_escaped_csv` does (see
+    /// pandas' `to_csv` text as Superset's `get_data` writes it, with `headers` as the
+    /// column headers: a non-default index (`include_index = not isinstance(df.index,
+    /// pd.RangeIndex)`) comes first, headed by its level names; headers and text cells (not
+    /// the index) are escaped against spreadsheet formulas as `df_to_escaped_csv` does (see
     /// [`escape_value`]). Every CSV the server writes comes from here.
     pub fn csv(&self, headers: &[String]) -> String {
+        let index = self.index.as_ref();
         let mut out = String::new();
-        let line = |out: &mut String, fields: &mut dyn Iterator<Item = String>| {
-            let mut first = true;
-            for f in fields {
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                out.push_str(&csv_field(&f));
-            }
-            out.push('\n');
-        };
-        line(
-            &mut out,
-            &mut headers.iter().map(|h| escape_value(h).into_owned()),
-        );
-        // pandas prints a naive datetime column as dates when every value is at midnight,
-        // and with microseconds when any value has them.
-        let styles: Vec<(bool, bool)> = (0..self.colnames.len())
-            .map(|i| {
-                let stamps = self.rows.iter().filter_map(|r| match r.get(i) {
-                    Some(Cell::Timestamp(t)) => Some(t),
-                    _ => None,
-                });
-                let mut all_midnight = true;
-                let mut fraction = false;
-                for t in stamps {
-                    if t.time() != NaiveTime::MIN {
-                        all_midnight = false;
-                    }
-                    if t.nanosecond() != 0 {
-                        fraction = true;
-                    }
-                }
-                (all_midnight, fraction)
-            })
+        let header: Vec<String> = index
+            .into_iter()
+            .flat_map(|ix| ix.names.iter().cloned())
+            .chain(headers.iter().map(|h| escape_value(h).into_owned()))
             .collect();
-        for row in &self.rows {
-            line(
-                &mut out,
-                &mut row
-                    .iter()
+        csv_line(&mut out, &header);
+        let level_styles: Vec<DatetimeStyle> = index.map_or_else(Vec::new, |ix| {
+            (0..ix.names.len())
+                .map(|l| DatetimeStyle::of(ix.rows.iter().filter_map(|r| r.get(l))))
+                .collect()
+        });
+        let styles: Vec<DatetimeStyle> = (0..self.colnames.len())
+            .map(|i| DatetimeStyle::of(self.rows.iter().filter_map(|r| r.get(i))))
+            .collect();
+        let mut fields = Vec::new();
+        for (r, row) in self.rows.iter().enumerate() {
+            fields.clear();
+            if let Some(labels) = index.and_then(|ix| ix.rows.get(r)) {
+                fields.extend(labels.iter().enumerate().map(|(l, c)| {
+                    csv_cell(c, level_styles.get(l).copied().unwrap_or_default(), false)
+                }));
+            }
+            fields.extend(
+                row.iter()
                     .enumerate()
-                    .map(|(i, c)| csv_cell(c, styles.get(i).copied().unwrap_or_default())),
+                    .map(|(i, c)| csv_cell(c, styles.get(i).copied().unwrap_or_default(), true)),
             );
+            csv_line(&mut out, &fields);
         }
         out
+    }
+}
+
+/// pandas' missing value test (`isna`): NULL, and NaN.
+fn is_na(c: &Cell) -> bool {
+    match c {
+        Cell::Null => true,
+        Cell::Float(f) => f.is_nan(),
+        _ => false,
+    }
+}
+
+/// How pandas prints a naive datetime column (`format_array_from_datetime` without a format):
+/// dates only when every value is at midnight, else to the finest resolution any value needs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+enum DatetimeStyle {
+    #[default]
+    Dates,
+    Seconds,
+    Millis,
+    Micros,
+    Nanos,
+}
+
+impl DatetimeStyle {
+    fn of<'a>(cells: impl Iterator<Item = &'a Cell>) -> DatetimeStyle {
+        let mut style = DatetimeStyle::Dates;
+        let mut all_midnight = true;
+        for c in cells {
+            let Cell::Timestamp(t) = c else { continue };
+            if t.time() == NaiveTime::MIN {
+                continue;
+            }
+            all_midnight = false;
+            let ns = t.nanosecond();
+            let needed = if ns % 1_000 != 0 {
+                DatetimeStyle::Nanos
+            } else if ns % 1_000_000 != 0 {
+                DatetimeStyle::Micros
+            } else if ns != 0 {
+                DatetimeStyle::Millis
+            } else {
+                DatetimeStyle::Seconds
+            };
+            style = style.max(needed);
+        }
+        if all_midnight {
+            DatetimeStyle::Dates
+        } else {
+            style.max(DatetimeStyle::Seconds)
+        }
+    }
+
+    fn format(self, t: &NaiveDateTime) -> String {
+        let f = match self {
+            DatetimeStyle::Dates => "%Y-%m-%d",
+            DatetimeStyle::Seconds => "%Y-%m-%d %H:%M:%S",
+            DatetimeStyle::Millis => "%Y-%m-%d %H:%M:%S%.3f",
+            DatetimeStyle::Micros => "%Y-%m-%d %H:%M:%S%.6f",
+            DatetimeStyle::Nanos => "%Y-%m-%d %H:%M:%S%.9f",
+        };
+        t.format(f).to_string()
     }
 }
 
@@ -228,7 +310,16 @@ pub fn cell_json(c: &Cell) -> Json {
     }
 }
 
-fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
+/// One cell as pandas writes it; `escape` is false for index labels, which
+/// `df_to_escaped_csv` leaves alone.
+fn csv_cell(c: &Cell, style: DatetimeStyle, escape: bool) -> String {
+    let text = |t: &str| {
+        if escape {
+            escape_value(t).into_owned()
+        } else {
+            t.to_owned()
+        }
+    };
     match c {
         Cell::Null => String::new(),
         Cell::Bool(b) => if *b { "True" } else { "False" }.into(),
@@ -238,26 +329,24 @@ fn csv_cell(c: &Cell, (all_midnight, fraction): (bool, bool)) -> String {
         Cell::Decimal(d) => d.clone(),
         // Python strings in pandas (Superset's result set stringifies JSON values too); numbers,
         // booleans and dates are not strings there, so `-3` as a number is never escaped.
-        Cell::Text(t) => escape_value(t).into_owned(),
-        Cell::Timestamp(t) => {
-            if all_midnight {
-                t.format("%Y-%m-%d").to_string()
-            } else if fraction {
-                t.format("%Y-%m-%d %H:%M:%S%.6f").to_string()
-            } else {
-                t.format("%Y-%m-%d %H:%M:%S").to_string()
-            }
-        }
+        Cell::Text(t) => text(t),
+        Cell::Timestamp(t) => style.format(t),
+        // tz-aware values print one by one (`str(Timestamp)`): a fraction only when the value
+        // has one, six digits, nine with nanoseconds.
         Cell::TimestampTz(t) => {
-            if t.nanosecond() != 0 {
-                t.format("%Y-%m-%d %H:%M:%S%.6f+00:00").to_string()
+            let ns = t.nanosecond();
+            let f = if ns % 1_000 != 0 {
+                "%Y-%m-%d %H:%M:%S%.9f+00:00"
+            } else if ns != 0 {
+                "%Y-%m-%d %H:%M:%S%.6f+00:00"
             } else {
-                t.format("%Y-%m-%d %H:%M:%S+00:00").to_string()
-            }
+                "%Y-%m-%d %H:%M:%S+00:00"
+            };
+            t.format(f).to_string()
         }
         Cell::Date(d) => d.format("%Y-%m-%d").to_string(),
         Cell::Time(t) => t.format("%H:%M:%S").to_string(),
-        Cell::Json(v) => escape_value(&v.to_string()).into_owned(),
+        Cell::Json(v) => text(&v.to_string()),
     }
 }
 
@@ -301,12 +390,36 @@ fn is_negative_number(value: &str) -> bool {
     })
 }
 
-/// Python's csv module, minimal quoting.
-fn csv_field(f: &str) -> String {
-    if f.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", f.replace('"', "\"\""))
-    } else {
-        f.to_owned()
+/// One record as Python's csv writer writes it under pandas' `to_csv(escapechar="\\")`.
+fn csv_line(out: &mut String, fields: &[String]) {
+    // A record of one empty field is quoted, or it would read back as no field at all.
+    let lone = fields.len() == 1;
+    for (i, f) in fields.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        csv_field(out, f, lone);
+    }
+    out.push('\n');
+}
+
+/// Python 3.11's csv writer with minimal quoting, `"` doubled and `\` as the escape
+/// character: the escape character is itself escaped, so every backslash is doubled, in quoted
+/// fields too; a separator, quote or line break quotes the field.
+fn csv_field(out: &mut String, f: &str, lone: bool) {
+    let quoted = f.contains([',', '"', '\n', '\r']) || (lone && f.is_empty());
+    if quoted {
+        out.push('"');
+    }
+    for c in f.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\"\""),
+            c => out.push(c),
+        }
+    }
+    if quoted {
+        out.push('"');
     }
 }
 
@@ -454,6 +567,204 @@ mod tests {
         assert_eq!(
             f.csv(&f.colnames),
             "a,b,c,d,e\n1,,2024-01-01,43320.70,True\n,,2024-01-01,,\n"
+        );
+    }
+
+    fn ts(d: u32, h: u32, m: u32, s: u32, nanos: u32) -> NaiveDateTime {
+        NaiveDate::from_ymd_opt(2020, 1, d)
+            .and_then(|d| d.and_hms_nano_opt(h, m, s, nanos))
+            .expect("timestamp")
+    }
+
+    fn frame(colnames: &[&str], rows: Vec<Vec<Cell>>) -> Frame {
+        let rs = ResultSet {
+            columns: colnames
+                .iter()
+                .map(|n| ResultColumn {
+                    name: (*n).into(),
+                    type_name: String::new(),
+                })
+                .collect(),
+            rows,
+        };
+        Frame::new(rs, &BTreeSet::new())
+    }
+
+    fn dataset() -> Datasource {
+        Datasource::for_tests(
+            &[
+                ("i", "INTEGER", false),
+                ("v", "VARCHAR(10)", false),
+                ("d", "DOUBLE PRECISION", false),
+                ("b", "BOOLEAN", false),
+                ("t", "TIMESTAMP WITHOUT TIME ZONE", false),
+                ("r", "REAL", false),
+                ("ds", "TEXT", true),
+            ],
+            &[("total", "SUM(x)"), ("top", "MAX(x)")],
+        )
+    }
+
+    /// `extract_dataframe_dtypes`: all-null columns (and every column of a 0-row result) by
+    /// the dataset's SQL type through `TYPE_MAPPING`, saved metrics by their expression,
+    /// other labels as strings; `is_dttm` columns temporal by label; others inferred with
+    /// nulls skipped.
+    #[test]
+    fn dataset_types_follow_extract_dataframe_dtypes() {
+        let labels = [
+            "i", "v", "d", "b", "t", "r", "ds", "total", "top", "other", "n",
+        ];
+        let ds = dataset();
+        // No rows: every column is all null.
+        let mut empty = frame(&labels, Vec::new());
+        empty.apply_dataset_types(&ds);
+        assert_eq!(empty.coltype_codes(), [0, 1, 0, 3, 2, 1, 2, 0, 1, 1, 1]);
+
+        // Rows of NULLs (NaN too), except `n`, numeric with a NULL, and `ds`, text values of
+        // an `is_dttm` column; `i` holds text where the dataset says INTEGER, and non-null
+        // values win over the dataset's type.
+        let nulls = |last: Cell, ds: Cell| {
+            let mut row = vec![Cell::Null; labels.len()];
+            row[2] = Cell::Float(f64::NAN);
+            row[6] = ds;
+            row[10] = last;
+            row
+        };
+        let mut f = frame(
+            &labels,
+            vec![
+                nulls(Cell::Null, Cell::Text("a".into())),
+                nulls(Cell::Int(3), Cell::Null),
+            ],
+        );
+        f.apply_dataset_types(&ds);
+        assert_eq!(f.coltype_codes(), [0, 1, 0, 3, 2, 1, 2, 0, 1, 1, 0]);
+        let mut texts = frame(&["i"], vec![vec![Cell::Text("x".into())]]);
+        texts.apply_dataset_types(&ds);
+        assert_eq!(texts.coltype_codes(), [1]);
+    }
+
+    /// Python 3.11's csv writer with `escapechar="\\"`: backslashes doubled, quoted or not;
+    /// a lone empty field quoted.
+    #[test]
+    fn csv_doubles_backslashes_and_quotes_a_lone_empty_field() {
+        let f = frame(
+            &["p"],
+            vec![
+                vec![Cell::Text(r"C:\tmp".into())],
+                vec![Cell::Text(r"=a|b\c".into())],
+                vec![Cell::Text(r"a\b,c".into())],
+                vec![Cell::Text(r#"q"\"#.into())],
+                vec![Cell::Null],
+                vec![Cell::Text(String::new())],
+            ],
+        );
+        assert_eq!(
+            f.csv(&[r"h\1".to_owned()]),
+            "h\\\\1\nC:\\\\tmp\n'=a\\\\|b\\\\c\n\"a\\\\b,c\"\n\"q\"\"\\\\\"\n\"\"\n\"\"\n"
+        );
+        // With more than one field, an empty one stays empty.
+        let two = frame(&["a", "b"], vec![vec![Cell::Null, Cell::Null]]);
+        assert_eq!(two.csv(&two.colnames), "a,b\n,\n");
+    }
+
+    /// pandas prints a naive datetime column to the finest resolution any of its values
+    /// needs: whole seconds, milliseconds (3 digits), microseconds (6), nanoseconds (9); dates
+    /// only when all are at midnight.
+    #[test]
+    fn csv_datetime_precision_per_column() {
+        let f = frame(
+            &["dates", "secs", "ms", "us", "ns"],
+            vec![
+                vec![
+                    Cell::Timestamp(ts(1, 0, 0, 0, 0)),
+                    Cell::Timestamp(ts(1, 0, 0, 0, 0)),
+                    Cell::Timestamp(ts(1, 0, 0, 0, 0)),
+                    Cell::Timestamp(ts(1, 10, 30, 0, 500_000_000)),
+                    Cell::Timestamp(ts(1, 10, 30, 0, 1)),
+                ],
+                vec![
+                    Cell::Timestamp(ts(2, 0, 0, 0, 0)),
+                    Cell::Timestamp(ts(2, 12, 30, 5, 0)),
+                    Cell::Timestamp(ts(2, 12, 30, 5, 120_000_000)),
+                    Cell::Timestamp(ts(2, 12, 30, 5, 123_456_000)),
+                    Cell::Null,
+                ],
+            ],
+        );
+        assert_eq!(
+            f.csv(&f.colnames),
+            "dates,secs,ms,us,ns\n\
+             2020-01-01,2020-01-01 00:00:00,2020-01-01 00:00:00.000,2020-01-01 10:30:00.500000,2020-01-01 10:30:00.000000001\n\
+             2020-01-02,2020-01-02 12:30:05,2020-01-02 12:30:05.120,2020-01-02 12:30:05.123456,\n"
+        );
+    }
+
+    /// The ECharts time series export: rows (2020-01-01,a,10), (2020-01-01,b,20),
+    /// (2020-01-02,a,30) of `ds`, `grp`, `SUM(x)`, pivoted by mean (floats, NaN where a group
+    /// has no row), renamed (`truncate_metric`) and flattened (so a RangeIndex), as the
+    /// pipeline hands the frame over.
+    #[test]
+    fn csv_of_a_pivoted_time_series() {
+        let pivoted = |a: &str, b: &str| Frame {
+            colnames: vec!["ds".into(), a.into(), b.into()],
+            coltypes: vec![
+                GenericType::Temporal,
+                GenericType::Numeric,
+                GenericType::Numeric,
+            ],
+            rows: vec![
+                vec![
+                    Cell::Timestamp(ts(1, 0, 0, 0, 0)),
+                    Cell::Float(10.0),
+                    Cell::Float(20.0),
+                ],
+                vec![
+                    Cell::Timestamp(ts(2, 0, 0, 0, 0)),
+                    Cell::Float(30.0),
+                    Cell::Float(f64::NAN),
+                ],
+            ],
+            index: None,
+        };
+        let f = pivoted("a", "b");
+        assert_eq!(
+            f.csv(&f.colnames),
+            "ds,a,b\n2020-01-01,10.0,20.0\n2020-01-02,30.0,\n"
+        );
+        let f = pivoted("SUM(x), a", "SUM(x), b");
+        assert_eq!(
+            f.csv(&f.colnames),
+            "ds,\"SUM(x), a\",\"SUM(x), b\"\n2020-01-01,10.0,20.0\n2020-01-02,30.0,\n"
+        );
+    }
+
+    /// A non-RangeIndex is written first (`index=True`), headed by the level names (empty when
+    /// unnamed), its labels printed like cells but not formula-escaped.
+    #[test]
+    fn csv_writes_a_non_range_index() {
+        let f = Frame {
+            colnames: vec!["SUM(x)".into(), "g".into()],
+            coltypes: vec![GenericType::Numeric, GenericType::String],
+            rows: vec![
+                vec![Cell::Float(10.0), Cell::Text("=x".into())],
+                vec![Cell::Float(30.0), Cell::Text("y".into())],
+            ],
+            index: Some(Index {
+                names: vec!["ds".into(), String::new()],
+                rows: vec![
+                    vec![Cell::Timestamp(ts(1, 0, 0, 0, 0)), Cell::Text("=x".into())],
+                    vec![Cell::Timestamp(ts(2, 0, 0, 0, 0)), Cell::Int(2)],
+                ],
+            }),
+        };
+        assert_eq!(
+            f.csv(&f.colnames),
+            "ds,,SUM(x),g\n2020-01-01,=x,10.0,'=x\n2020-01-02,2,30.0,y\n"
+        );
+        assert_eq!(
+            serde_json::to_string(&f.index.as_ref().map(Index::labels)).expect("json"),
+            r#"[[1577836800000.0,"=x"],[1577923200000.0,2]]"#
         );
     }
 }

@@ -22,9 +22,10 @@ pub const DTTM_ALIAS: &str = "__timestamp";
 /// Row limits (Superset's `ROW_LIMIT`, `SAMPLES_ROW_LIMIT`, `SQL_MAX_ROW`).
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
-    /// Default chart row limit.
+    /// Default row limit of every result type but samples.
     pub row_limit: u64,
-    /// Default and cap of samples.
+    /// Default row limit of samples (not a cap: an explicit `row_limit` goes up to
+    /// `sql_max_row`).
     pub samples_row_limit: u64,
     /// Cap of every query.
     pub sql_max_row: u64,
@@ -235,19 +236,17 @@ impl Builder<'_> {
     }
 }
 
-/// The effective row limit of a query object.
+/// The effective row limit of a query object: Superset's `_process_row_limit`,
+/// `apply_max_row_limit(row_limit or default)`. `SAMPLES_ROW_LIMIT` is the default only when
+/// the query's result type is samples (drill-to-detail defaults to `ROW_LIMIT`), and
+/// `SQL_MAX_ROW` is the only cap, samples included.
 pub fn row_limit(q: &QueryObject, kind: ResultType, limits: &Limits) -> u64 {
-    let samples = matches!(kind, ResultType::Samples | ResultType::DrillDetail);
-    let default = if samples {
+    let default = if kind == ResultType::Samples {
         limits.samples_row_limit
     } else {
         limits.row_limit
     };
-    let mut limit = q.row_limit.unwrap_or(default);
-    if samples {
-        limit = limit.min(limits.samples_row_limit);
-    }
-    limit.min(limits.sql_max_row)
+    q.row_limit.unwrap_or(default).min(limits.sql_max_row)
 }
 
 /// Builds the statement of `q` against `ds` for result type `kind`.
@@ -280,12 +279,13 @@ pub fn build(
             }
             _ => Vec::new(),
         };
-        if kind == ResultType::Samples {
-            q.time_range = None;
-            q.granularity = None;
-            q.row_offset = 0;
-        }
     }
+    // Superset's `_get_samples` copies the query object with `from_dttm`/`to_dttm` set to None
+    // and keeps everything else: `time_range` still overrides the TEMPORAL_RANGE filters (the
+    // factory already copied it into them), `row_offset` still pages. Only the legacy
+    // granularity predicate, built from those bounds, disappears, and the answer's bounds are
+    // null.
+    let unbounded = kind == ResultType::Samples;
     let mut plan = Plan {
         row_limit: row_limit(&q, kind, limits),
         ..Plan::default()
@@ -427,7 +427,9 @@ pub fn build(
 
     // Time range from `time_range` (granularity or overriding TEMPORAL_RANGE filters).
     let overriding = q.time_range.clone();
-    if let (Some(range), Some((expr, type_name))) = (&overriding, &granularity_col) {
+    if let (Some(range), Some((expr, type_name)), false) =
+        (&overriding, &granularity_col, unbounded)
+    {
         let (since, until) = b.time_bounds(range, &q)?;
         plan.from_dttm = since;
         plan.to_dttm = until;
@@ -588,6 +590,7 @@ pub fn build(
         where_parts.push(cond);
     }
     if overriding.is_none()
+        && !unbounded
         && let Some((_, since, until)) = bounds_from_filter
     {
         plan.from_dttm = since;
@@ -730,4 +733,110 @@ pub fn build(
     }
     plan.sql = sql;
     Ok(plan)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::context::{QueryContext, parse};
+    use chrono::NaiveDate;
+    use serde_json::json;
+
+    fn dataset() -> Datasource {
+        Datasource::for_tests(
+            &[
+                ("ds", "TIMESTAMP WITHOUT TIME ZONE", true),
+                ("g", "VARCHAR", false),
+                ("n", "INTEGER", false),
+            ],
+            &[("count", "COUNT(*)")],
+        )
+    }
+
+    const LIMITS: Limits = Limits {
+        row_limit: 50_000,
+        samples_row_limit: 1_000,
+        sql_max_row: 100_000,
+    };
+
+    fn context(query: serde_json::Value) -> QueryContext {
+        parse(
+            &json!({"datasource": {"id": 1, "type": "table"}, "queries": [query]}),
+            &[],
+        )
+        .expect("valid context")
+    }
+
+    fn plan(query: serde_json::Value, kind: ResultType) -> Plan {
+        let now = NaiveDate::from_ymd_opt(2025, 6, 15)
+            .and_then(|d| d.and_hms_opt(12, 0, 0))
+            .expect("date");
+        build(&dataset(), &context(query).queries[0], kind, &LIMITS, now).expect("plan")
+    }
+
+    fn day(d: u32) -> Option<NaiveDateTime> {
+        NaiveDate::from_ymd_opt(2025, 6, d).and_then(|d| d.and_hms_opt(0, 0, 0))
+    }
+
+    /// Superset's `_get_samples` sets `from_dttm`/`to_dttm` to None on its copy: the legacy
+    /// granularity predicate goes, the answer's bounds are null, but `time_range` still
+    /// overrides a TEMPORAL_RANGE filter's value ("Last week" on 2025-06-15: 06-08..06-15)
+    /// and `row_offset` still pages.
+    #[test]
+    fn samples_drop_the_bounds_but_keep_time_range_and_offset() {
+        let query = json!({
+            "granularity": "ds", "time_range": "Last week", "row_offset": 20,
+            "columns": ["g"], "metrics": ["count"],
+            "filters": [{"col": "ds", "op": "TEMPORAL_RANGE", "val": "No filter"}],
+        });
+        let samples = plan(query.clone(), ResultType::Samples);
+        assert_eq!((samples.from_dttm, samples.to_dttm), (None, None));
+        // Only the filter's predicate: one lower and one upper bound, both last week's.
+        let sql = &samples.sql;
+        assert_eq!(sql.matches("\"ds\" >= ").count(), 1, "{sql}");
+        assert_eq!(sql.matches("\"ds\" < ").count(), 1, "{sql}");
+        assert!(sql.contains("2025-06-08 00:00:00"), "{sql}");
+        assert!(sql.contains("2025-06-15 00:00:00"), "{sql}");
+        assert!(sql.ends_with(" LIMIT 1000 OFFSET 20"), "{sql}");
+        assert_eq!(samples.applied_filters, ["ds"]);
+
+        // Full and drill_detail keep the bounds.
+        for kind in [ResultType::Full, ResultType::DrillDetail] {
+            let p = plan(query.clone(), kind);
+            assert_eq!((p.from_dttm, p.to_dttm), (day(8), day(15)), "{kind:?}");
+        }
+
+        // Bounds that come from a TEMPORAL_RANGE filter alone are not reported for samples.
+        let filter_only = json!({
+            "columns": ["g"],
+            "filters": [{"col": "ds", "op": "TEMPORAL_RANGE", "val": "Last week"}],
+        });
+        let samples = plan(filter_only.clone(), ResultType::Samples);
+        assert_eq!((samples.from_dttm, samples.to_dttm), (None, None));
+        let sql = &samples.sql;
+        assert!(sql.contains("2025-06-08 00:00:00"), "{sql}");
+        let full = plan(filter_only, ResultType::Full);
+        assert_eq!((full.from_dttm, full.to_dttm), (day(8), day(15)));
+    }
+
+    /// `apply_max_row_limit(row_limit or default)`: SAMPLES_ROW_LIMIT is the default of samples
+    /// only, SQL_MAX_ROW the only cap.
+    #[test]
+    fn row_limits_follow_superset() {
+        let limit = |row_limit: Option<u64>, kind: ResultType| {
+            let mut q = json!({"columns": ["g"]});
+            if let Some(r) = row_limit {
+                q["row_limit"] = json!(r);
+            }
+            plan(q, kind).row_limit
+        };
+        assert_eq!(limit(None, ResultType::Samples), 1_000);
+        assert_eq!(limit(Some(5_000), ResultType::Samples), 5_000);
+        assert_eq!(limit(Some(500_000), ResultType::Samples), 100_000);
+        assert_eq!(limit(None, ResultType::DrillDetail), 50_000);
+        assert_eq!(limit(Some(5_000), ResultType::DrillDetail), 5_000);
+        assert_eq!(limit(Some(500_000), ResultType::DrillDetail), 100_000);
+        assert_eq!(limit(None, ResultType::Full), 50_000);
+        assert_eq!(limit(Some(500_000), ResultType::Full), 100_000);
+    }
 }

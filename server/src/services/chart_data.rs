@@ -545,6 +545,9 @@ impl<'a> Run<'a> {
             }
         }
         let labels = label_map(&mut frame, &plan);
+        // Superset's `_get_full` types the final frame's columns against the dataset, every
+        // result type alike (samples and raw records too, not only post-processed frames).
+        frame.apply_dataset_types(self.ds);
         let shaped = Shaped {
             plan: &plan,
             fetched: &fetched,
@@ -616,24 +619,14 @@ impl<'a> Run<'a> {
         Ok(())
     }
 
-    /// The query's post-processing steps through the plugin pipeline; columns that came back
-    /// all null get their dataset type again.
+    /// The query's post-processing steps through the plugin pipeline.
     async fn post_process(
         &self,
         query: &QueryObject,
         frame: &Frame,
         key: &str,
     ) -> Result<Frame, PluginError> {
-        let mut out =
-            pipeline::run(&self.state.plugins, frame, &query.post_processing, key).await?;
-        out.retype_all_null(|name| {
-            self.ds
-                .columns
-                .iter()
-                .find(|c| c.name == name)
-                .map(DatasetColumn::dtype)
-        });
-        Ok(out)
+        pipeline::run(&self.state.plugins, frame, &query.post_processing, key).await
     }
 
     /// The query's entry in `result`.
@@ -676,7 +669,7 @@ impl<'a> Run<'a> {
             "to_dttm": ms(plan.to_dttm),
             "label_map": labels,
             "colnames": colnames,
-            "indexnames": frame.index.clone().unwrap_or_else(|| (0..rowcount).map(Json_::from).collect()),
+            "indexnames": frame.index.as_ref().map_or_else(|| (0..rowcount).map(Json_::from).collect(), frame::Index::labels),
             "coltypes": coltypes,
             "data": data,
             "result_format": self.result_format.as_str(),
@@ -685,20 +678,9 @@ impl<'a> Run<'a> {
         })
     }
 
-    /// The dataset's verbose names of columns and metrics (CSV headers use them).
+    /// The CSV headers' renaming: Superset's `verbose_map`.
     fn verbose_names(&self) -> HashMap<String, String> {
-        let mut verbose: HashMap<String, String> = HashMap::new();
-        for c in &self.ds.columns {
-            if let Some(v) = &c.verbose_name {
-                verbose.insert(c.name.clone(), v.clone());
-            }
-        }
-        for m in &self.ds.metrics {
-            if let Some(v) = &m.verbose_name {
-                verbose.insert(m.name.clone(), v.clone());
-            }
-        }
-        verbose
+        verbose_map(self.ds)
     }
 
     /// Superset's `ensure_totals_available`: when a query's post-processing has a
@@ -768,6 +750,22 @@ impl<'a> Run<'a> {
     }
 }
 
+/// Superset's `verbose_map` (`SqlaTable.data`): `__timestamp` is "Time", then each saved
+/// metric's and then each column's verbose name (or its own name), so a column wins over a
+/// metric of the same name and either over `__timestamp`.
+fn verbose_map(ds: &Datasource) -> HashMap<String, String> {
+    let mut verbose = HashMap::from([(sql::DTTM_ALIAS.to_owned(), "Time".to_owned())]);
+    let metrics = ds.metrics.iter().map(|m| (&m.name, &m.verbose_name));
+    let columns = ds.columns.iter().map(|c| (&c.name, &c.verbose_name));
+    for (name, verbose_name) in metrics.chain(columns) {
+        verbose.insert(
+            name.clone(),
+            verbose_name.clone().unwrap_or_else(|| name.clone()),
+        );
+    }
+    verbose
+}
+
 /// label_map: the frame's own labels, then the query's columns and metrics, then the verbose
 /// names of saved metrics.
 fn label_map(frame: &mut Frame, plan: &Plan) -> serde_json::Map<String, Json_> {
@@ -795,6 +793,16 @@ fn column_sums(frame: &Frame) -> serde_json::Map<String, Json_> {
         if frame.coltypes.get(i) != Some(&crate::engines::GenericType::Numeric) {
             continue;
         }
+        // A column of NULLs only (a SUM over no rows) is typed numeric from its dataset or
+        // metric, but pandas holds it as an object column, which `ensure_totals_available`
+        // does not sum.
+        if frame
+            .rows
+            .iter()
+            .all(|r| matches!(r.get(i), Some(Cell::Null) | None))
+        {
+            continue;
+        }
         let cells = frame.rows.iter().filter_map(|r| r.get(i));
         let total = if cells
             .clone()
@@ -817,4 +825,50 @@ fn column_sums(frame: &Frame) -> serde_json::Map<String, Json_> {
         totals.insert(name.clone(), total);
     }
     totals
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// CSV headers go through Superset's `verbose_map`: `__timestamp` is "Time", verbose names
+    /// replace names, a column's over a metric's of the same name.
+    #[test]
+    fn csv_headers_use_the_verbose_map() {
+        let mut ds = Datasource::for_tests(
+            &[
+                ("ds", "DATE", true),
+                ("g", "TEXT", false),
+                ("n", "INTEGER", false),
+            ],
+            &[("count", "COUNT(*)"), ("n", "SUM(n)"), ("plain", "SUM(x)")],
+        );
+        ds.columns[0].verbose_name = Some("Day".into());
+        ds.columns[2].verbose_name = Some("Number".into());
+        ds.metrics[0].verbose_name = Some("COUNT(*)".into());
+        ds.metrics[1].verbose_name = Some("Total".into());
+        let colnames: Vec<String> = ["__timestamp", "ds", "g", "n", "count", "plain", "SUM(x)"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            frame::csv_headers(&colnames, &verbose_map(&ds)),
+            ["Time", "Day", "g", "Number", "COUNT(*)", "plain", "SUM(x)"]
+        );
+    }
+
+    /// A totals column of NULLs only is an object column in pandas, not summed, so it gives
+    /// no total (and no totals at all fall back to the page's sums).
+    #[test]
+    fn all_null_totals_are_not_summed() {
+        let frame = Frame {
+            colnames: vec!["SUM(x)".into(), "SUM(y)".into()],
+            coltypes: vec![
+                crate::engines::GenericType::Numeric,
+                crate::engines::GenericType::Numeric,
+            ],
+            rows: vec![vec![Cell::Null, Cell::Int(150)]],
+            index: None,
+        };
+        assert_eq!(Json_::Object(column_sums(&frame)), json!({"SUM(y)": 150}));
+    }
 }

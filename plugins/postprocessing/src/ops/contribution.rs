@@ -7,7 +7,7 @@ use serde_json::Value as Json;
 use crate::error::PpError;
 use crate::frame::{Frame, Label, Series, Value};
 use crate::ops::append::{label_text, validate_column_args};
-use crate::ops::args::{Options, Signature, get, invalid, opt_str_list};
+use crate::ops::args::{Options, Signature, get, invalid, is_falsy, opt_str_list};
 
 const SIGNATURE: Signature = Signature {
     name: "contribution",
@@ -26,8 +26,8 @@ const SIGNATURE: Signature = Signature {
 /// The candidate columns are those of `select_dtypes(include=["number", Decimal])`: int and
 /// float columns, and (because `Decimal` maps to `object`) object columns too, so without
 /// `columns` a frame with a text column fails. Column orientation divides the NaN-filled
-/// values by the column sums (or by `contribution_totals[column]`, a missing or zero total
-/// giving the integer 0). Any other orientation divides each row by its sum over the
+/// values by the column sums (or, when `contribution_totals` is truthy, a non-empty mapping,
+/// by `contribution_totals[column]`, a missing or zero total giving the integer 0). Any other orientation divides each row by its sum over the
 /// selected columns, keeping NaN; columns whose name ends with one of `time_shifts` are
 /// normalised as separate groups, one per shift.
 pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
@@ -80,7 +80,10 @@ pub fn contribution(df: Frame, options: &Options) -> Result<Frame, PpError> {
 
     let mut out = df;
     if column_orientation {
-        let totals = match get(options, "contribution_totals") {
+        // `if contribution_totals:`: an empty mapping (or any falsy value) means no totals,
+        // so the page's column sums divide.
+        let given = get(options, "contribution_totals").filter(|v| !is_falsy(Some(v)));
+        let totals = match given {
             None => None,
             Some(Json::Object(m)) => Some(m.clone()),
             Some(other) => {
@@ -270,6 +273,26 @@ mod tests {
         assert_eq!(floats(&out.columns[3]), [1.0, 0.6]);
         assert!(floats(&out.columns[4])[0].is_nan());
         assert_eq!(floats(&out.columns[5]), [1.0, 1.0]);
+    }
+
+    /// Superset's `if contribution_totals:` takes `{}` as no totals: the page's sums divide
+    /// (1/4, 3/4), not the all-zero answer of missing totals. Given totals divide, a missing
+    /// or zero one gives 0.
+    #[test]
+    fn empty_totals_are_no_totals() {
+        let df = frame(vec![
+            ("a", Series::Int64(vec![1, 3])),
+            ("b", Series::Float64(vec![2.0, 6.0])),
+        ]);
+        for empty in [json!({}), json!(null), json!([]), json!(0)] {
+            let out =
+                contribution(df.clone(), &opts(json!({"contribution_totals": empty}))).unwrap();
+            assert_eq!(floats(&out.columns[0]), [0.25, 0.75], "{empty}");
+            assert_eq!(floats(&out.columns[1]), [0.25, 0.75], "{empty}");
+        }
+        let out = contribution(df, &opts(json!({"contribution_totals": {"a": 8}}))).unwrap();
+        assert_eq!(floats(&out.columns[0]), [0.125, 0.375]);
+        assert!(matches!(&out.columns[1], Series::Int64(v) if v == &[0, 0]));
     }
 
     #[test]
