@@ -325,6 +325,27 @@ fn unzip(bytes: &[u8]) -> BTreeMap<String, String> {
     out
 }
 
+/// The case files of `dir` (under the fixtures), sorted; each one listed in its `_index.json`.
+fn case_files(dir: &str) -> Vec<PathBuf> {
+    let index = read_json(&fixtures().join(dir).join("_index.json"));
+    let listed = index["cases"].as_array().expect("cases").len();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures().join(dir))
+        .expect("cases dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| {
+            p.extension().is_some_and(|e| e == "json")
+                && p.file_name().is_some_and(|n| n != "_index.json")
+        })
+        .collect();
+    files.sort();
+    assert_eq!(
+        files.len(),
+        listed,
+        "every case indexed in {dir} is on disk"
+    );
+    files
+}
+
 #[tokio::test]
 async fn golden_chart_data_cases_match_superset() {
     let db_url = load_fixture().await;
@@ -332,15 +353,10 @@ async fn golden_chart_data_cases_match_superset() {
     let api = Api::login(&server, "admin", liteset_tests::ADMIN_PASSWORD).await;
     let ids = create_datasets(&api, &db_url).await;
 
-    let index = read_json(&fixtures().join("cases/_index.json"));
-    let listed = index["cases"].as_array().expect("cases").len();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures().join("cases"))
-        .expect("cases dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.file_name().is_some_and(|n| n != "_index.json"))
-        .collect();
-    files.sort();
-    assert_eq!(files.len(), listed, "every indexed case is on disk");
+    // The shared recording, then the cases this project recorded from Superset 6.0.0 the same
+    // way (`recorded/record.py`).
+    let mut files = case_files("cases");
+    files.extend(case_files("recorded"));
 
     let mut failures = Vec::new();
     let mut passed = 0;

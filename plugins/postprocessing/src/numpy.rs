@@ -71,6 +71,24 @@ impl Func {
         })
     }
 
+    /// Whether pandas keeps an integer column's dtype through this aggregation (a pivot of
+    /// complete groups stays `int64`); averages, medians, spreads and percentiles are always
+    /// `float64`, so `10` comes out as `10.0` (which CSV shows).
+    pub fn keeps_int_dtype(self) -> bool {
+        !matches!(
+            self,
+            Func::Average
+                | Func::Mean
+                | Func::Median
+                | Func::NanMean
+                | Func::NanMedian
+                | Func::Std
+                | Func::Var
+                | Func::Percentile
+                | Func::NanPercentile
+        )
+    }
+
     /// numpy's own name for error messages.
     fn np_name(self) -> &'static str {
         match self {

@@ -72,5 +72,59 @@ pub async fn run(
             detail: format!("column name {:?} appears twice", dup.name),
         });
     }
-    Ok(table::to_frame(&t))
+    let mut out = table::to_frame(&t);
+    keep_time_zones(frame, &mut out);
+    Ok(out)
+}
+
+/// The table format's timestamps carry no time zone, but pandas keeps a tz-aware column
+/// tz-aware through every operation (and CSV shows it: `2024-01-01 00:00:00+00:00`). So a
+/// timestamp column or index level that comes back under the name of a `timestamptz` column
+/// that went in is `timestamptz` again.
+fn keep_time_zones(input: &Frame, out: &mut Frame) {
+    use crate::engines::Cell;
+    let aware: std::collections::HashSet<&str> = input
+        .colnames
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| {
+            input
+                .rows
+                .iter()
+                .any(|r| matches!(r.get(*i), Some(Cell::TimestampTz(_))))
+        })
+        .map(|(_, n)| n.as_str())
+        .collect();
+    if aware.is_empty() {
+        return;
+    }
+    let retag = |row: &mut Vec<Cell>, positions: &[usize]| {
+        for &p in positions {
+            if let Some(Cell::Timestamp(t)) = row.get(p) {
+                row[p] = Cell::TimestampTz(*t);
+            }
+        }
+    };
+    let columns: Vec<usize> = out
+        .colnames
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| aware.contains(n.as_str()))
+        .map(|(i, _)| i)
+        .collect();
+    for row in &mut out.rows {
+        retag(row, &columns);
+    }
+    if let Some(index) = &mut out.index {
+        let levels: Vec<usize> = index
+            .names
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| aware.contains(n.as_str()))
+            .map(|(i, _)| i)
+            .collect();
+        for row in &mut index.rows {
+            retag(row, &levels);
+        }
+    }
 }

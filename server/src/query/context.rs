@@ -142,6 +142,81 @@ pub struct QueryContext {
     pub custom_cache_timeout: Option<i64>,
 }
 
+impl QueryContext {
+    /// Superset's `QueryContextFactory._apply_granularity`, run on every query object before
+    /// anything is planned. A query with `granularity` gets its time bounds from it, so the
+    /// filter that stood for the time range goes: the chart's temporal x-axis (`form_data`'s
+    /// `x_axis`, whose column and pivot index are renamed to the granularity), else the
+    /// granularity's own TEMPORAL_RANGE filter, else the first TEMPORAL_RANGE filter. Every
+    /// filter on that column goes, whatever its operator, as in Superset.
+    pub fn apply_granularity(&mut self, ds: &super::Datasource) {
+        let x_axis = self
+            .form_data
+            .as_ref()
+            .and_then(|f| f.get("x_axis"))
+            .and_then(|x| match x {
+                Json::String(s) => Some(s.clone()),
+                Json::Object(o) => o
+                    .get("sqlExpression")
+                    .and_then(Json::as_str)
+                    .map(str::to_owned),
+                _ => None,
+            })
+            .filter(|x| ds.column(x).is_some_and(|c| c.is_dttm));
+        for q in &mut self.queries {
+            let Some(granularity) = q.granularity.clone() else {
+                continue;
+            };
+            let mut remove = None;
+            if let Some(x_axis) = &x_axis {
+                remove = Some(x_axis.clone());
+                let axis = q.columns.iter_mut().find(|c| match c {
+                    ColumnRef::Name(n) => n == x_axis,
+                    ColumnRef::Adhoc { sql, .. } => sql == x_axis,
+                });
+                if let Some(axis) = axis {
+                    match axis {
+                        ColumnRef::Name(n) => *n = granularity.clone(),
+                        ColumnRef::Adhoc { label, sql, .. } => {
+                            *sql = granularity.clone();
+                            *label = granularity.clone();
+                        }
+                    }
+                    for (op, options) in &mut q.post_processing {
+                        if op == "pivot"
+                            && let Some(o) = options.as_object_mut()
+                        {
+                            o.insert("index".into(), Json::from(vec![granularity.clone()]));
+                        }
+                    }
+                }
+            }
+            if remove.is_none() {
+                let temporal: Vec<&str> = q
+                    .filters
+                    .iter()
+                    .filter(|f| f.op == "TEMPORAL_RANGE")
+                    .map(|f| match &f.col {
+                        ColumnRef::Name(n) => n.as_str(),
+                        ColumnRef::Adhoc { sql, .. } => sql.as_str(),
+                    })
+                    .collect();
+                remove = if temporal.contains(&granularity.as_str()) {
+                    Some(granularity.clone())
+                } else {
+                    temporal.first().map(|c| (*c).to_owned())
+                };
+            }
+            // Superset compares the filter's `col` as given: an adhoc column (a dict) never
+            // equals the name, so only named filters go.
+            if let Some(remove) = remove {
+                q.filters
+                    .retain(|f| !matches!(&f.col, ColumnRef::Name(n) if *n == remove));
+            }
+        }
+    }
+}
+
 /// A column reference: a dataset column name or an adhoc SQL column.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ColumnRef {
@@ -809,6 +884,66 @@ mod tests {
 
     fn err(body: Json) -> String {
         parse(&body, &[]).expect_err("must fail").to_string()
+    }
+
+    /// `_apply_granularity`: which filter a granularity replaces, and the x-axis renamed.
+    #[test]
+    fn granularity_replaces_the_time_filter_as_in_superset() {
+        let ds = crate::query::Datasource::for_tests(
+            &[
+                ("ds", "DATE", true),
+                ("ts", "TIMESTAMP", true),
+                ("g", "TEXT", false),
+            ],
+            &[],
+        );
+        let run = |form_data: Json, query: Json| {
+            let mut ctx = parse(
+                &json!({"datasource": {"id": 1, "type": "table"}, "form_data": form_data,
+                        "queries": [query]}),
+                &[],
+            )
+            .expect("parses");
+            ctx.apply_granularity(&ds);
+            ctx.queries.remove(0)
+        };
+        let range = |col: &str| json!({"col": col, "op": "TEMPORAL_RANGE", "val": "No filter"});
+        let names = |q: &QueryObject| -> Vec<String> {
+            q.filters.iter().map(|f| f.col.label().to_owned()).collect()
+        };
+        // The granularity's own TEMPORAL_RANGE filter goes, with every filter on that column.
+        let q = run(
+            json!({}),
+            json!({"granularity": "ts", "filters": [range("ds"), range("ts"),
+            {"col": "ts", "op": ">=", "val": "2020-01-01"}, {"col": "g", "op": "==", "val": "a"}]}),
+        );
+        assert_eq!(names(&q), ["ds", "g"]);
+        // Otherwise the first TEMPORAL_RANGE filter.
+        let q = run(
+            json!({}),
+            json!({"granularity": "ts", "filters": [range("ds"), range("g")]}),
+        );
+        assert_eq!(names(&q), ["g"]);
+        // No granularity: nothing changes.
+        let q = run(json!({}), json!({"filters": [range("ds")]}));
+        assert_eq!(names(&q), ["ds"]);
+        // A temporal x-axis: its filter goes, and the axis and the pivot index become the
+        // granularity.
+        let q = run(
+            json!({"x_axis": "ds"}),
+            json!({"granularity": "ts", "filters": [range("ds"), range("ts")],
+                   "columns": [{"sqlExpression": "ds", "label": "ds", "columnType": "BASE_AXIS"}, "g"],
+                   "post_processing": [{"operation": "pivot", "options": {"index": ["ds"]}}]}),
+        );
+        assert_eq!(names(&q), ["ts"]);
+        assert_eq!(q.columns[0].label(), "ts");
+        assert_eq!(q.post_processing[0].1["index"], json!(["ts"]));
+        // An x-axis that is not temporal is no x-axis here.
+        let q = run(
+            json!({"x_axis": "g"}),
+            json!({"granularity": "ts", "filters": [range("ds")]}),
+        );
+        assert!(q.filters.is_empty());
     }
 
     #[test]

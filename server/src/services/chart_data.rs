@@ -321,6 +321,7 @@ pub async fn execute(
         return Err(QueryError::Forbidden(format!("[{}](id:{})", ds.table_name, ds.id)).into());
     }
     // 2. Plan.
+    ctx.apply_granularity(ds);
     let run = Run::new(state, ds, spec, &ctx, raw, chart).await?;
     run.ensure_totals(&mut ctx).await?;
     // 3–5. Run, post-process and shape each query.
@@ -793,13 +794,17 @@ fn column_sums(frame: &Frame) -> serde_json::Map<String, Json_> {
         if frame.coltypes.get(i) != Some(&crate::engines::GenericType::Numeric) {
             continue;
         }
-        // A column of NULLs only (a SUM over no rows) is typed numeric from its dataset or
-        // metric, but pandas holds it as an object column, which `ensure_totals_available`
-        // does not sum.
+        // `ensure_totals_available` sums only the columns pandas holds as numbers (dtype kind
+        // `biufc`). A column of NULLs only (a SUM over no rows) and one of Decimals (a SUM of a
+        // `numeric` column) are typed numeric here but are `object` columns there: no total.
         if frame
             .rows
             .iter()
             .all(|r| matches!(r.get(i), Some(Cell::Null) | None))
+            || frame
+                .rows
+                .iter()
+                .any(|r| matches!(r.get(i), Some(Cell::Decimal(_))))
         {
             continue;
         }
@@ -856,17 +861,18 @@ mod tests {
         );
     }
 
-    /// A totals column of NULLs only is an object column in pandas, not summed, so it gives
-    /// no total (and no totals at all fall back to the page's sums).
+    /// A totals column of NULLs only, or of Decimals, is an object column in pandas, not
+    /// summed, so it gives no total (and no totals at all fall back to the page's sums).
     #[test]
-    fn all_null_totals_are_not_summed() {
+    fn all_null_and_decimal_totals_are_not_summed() {
         let frame = Frame {
-            colnames: vec!["SUM(x)".into(), "SUM(y)".into()],
-            coltypes: vec![
-                crate::engines::GenericType::Numeric,
-                crate::engines::GenericType::Numeric,
-            ],
-            rows: vec![vec![Cell::Null, Cell::Int(150)]],
+            colnames: vec!["SUM(x)".into(), "SUM(y)".into(), "SUM(z)".into()],
+            coltypes: vec![crate::engines::GenericType::Numeric; 3],
+            rows: vec![vec![
+                Cell::Null,
+                Cell::Int(150),
+                Cell::Decimal("12.50".into()),
+            ]],
             index: None,
         };
         assert_eq!(Json_::Object(column_sums(&frame)), json!({"SUM(y)": 150}));

@@ -100,8 +100,8 @@ fn fillna(s: &Series, fill: &Value) -> Option<Series> {
     })
 }
 
-/// pandas `maybe_downcast_to_dtype(values, int64)`: floats that are all integral (and not
-/// missing) become ints again.
+/// An integer column aggregated by a dtype-keeping function (sum, min, max, ...) is `int64`
+/// again in pandas when nothing is missing: floats that are all integral become ints.
 fn downcast_to_int(vals: &mut [Value]) {
     let all_integral = vals.iter().all(|v| match v {
         Value::Int(_) => true,
@@ -284,7 +284,7 @@ fn build_table(
         for g in 0..groups.len() {
             out.push(agg.apply(col, groups.rows_of(g), &mut scratch)?);
         }
-        if matches!(col, Series::Int64(_)) {
+        if matches!(col, Series::Int64(_)) && agg.func.keeps_int_dtype() {
             downcast_to_int(&mut out);
         }
         agged.push(out);
