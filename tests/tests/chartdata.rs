@@ -3,8 +3,9 @@
 //! `tests/fixtures/chartdata` is the recorded golden set, unchanged: the fixture data is loaded
 //! into a fresh test PostgreSQL database, the datasets are created through the REST API exactly
 //! as the recording's `create_datasets.py` did, and every case is replayed and compared by the
-//! rules of that folder's README §4. Post-processing and time comparison run for real: the
-//! built-in wasm plugin and the offset queries.
+//! rules of that folder's README §4. `recorded/` holds further cases this project recorded from
+//! a real Superset 6.0.0 the same way (its README says how), replayed alike. Post-processing and
+//! time comparison run for real: the built-in wasm plugin and the offset queries.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
