@@ -592,10 +592,12 @@ const PLANTED_SQL: &str = "SELECT '=1+1' AS a, '+SUM(A1)' AS b, '-2+3' AS c, '@c
     '=cmd|'' /C calc''!A0' AS p, ' =a' AS s, '\"\"=b' AS q, '%pct' AS r, 'plain' AS ok, \
     -1.5::float8 AS fl, 'x' AS \"=h\"";
 
-/// Superset's `df_to_escaped_csv` of that row (pandas' quoting on top).
+/// Superset's `df_to_escaped_csv` of that row (pandas' quoting on top). `escape_value` turns
+/// `|` into `\|`, and `to_csv(escapechar="\\")` then doubles that backslash (checked with
+/// Superset 6.0.0's own function: `'=cmd\\|' /C calc'!A0`).
 const PLANTED_CSV: &str = "a,b,c,d,e,f,g,n,t,p,s,q,r,ok,fl,'=h\n\
     '=1+1,'+SUM(A1),'-2+3,'@cmd,'\t=x,\"'\r=x\",\"'=HYPERLINK(\"\"http://x\"\")\",-3,-3,\
-    '=cmd\\|' /C calc'!A0,' =a,\"'\"\"\"\"=b\",'%pct,plain,-1.5,x\n";
+    '=cmd\\\\|' /C calc'!A0,' =a,\"'\"\"\"\"=b\",'%pct,plain,-1.5,x\n";
 
 /// CSV from SQL Lab's export and from chart data (one CSV, and the ZIP of two) carries every
 /// formula-leading value with Superset's `'` prefix; numbers and plain text are unchanged.
