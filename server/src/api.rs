@@ -29,6 +29,7 @@ mod query;
 mod redirect;
 mod render;
 pub mod resource;
+mod rls;
 mod saved_query;
 mod security;
 mod session;
@@ -77,6 +78,8 @@ pub enum Tags {
     Plugin,
     /// Explore: its initial state, form data and permalinks.
     Explore,
+    /// Row-level security rules.
+    RowLevelSecurity,
     /// Client events and recent activity.
     Log,
 }
@@ -106,6 +109,7 @@ type Apis = (
         log::LogApi,
         spa::SpaApi,
         sqllab::LegacySqlJsonApi,
+        rls::RlsApi,
     ),
 );
 
@@ -175,6 +179,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                     state: state.clone(),
                 },
                 sqllab::LegacySqlJsonApi {
+                    state: state.clone(),
+                },
+                rls::RlsApi {
                     state: state.clone(),
                 },
             ),

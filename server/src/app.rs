@@ -67,6 +67,10 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         .weigher(crate::state::SavedChart::weight)
         .time_to_live(catalog_ttl)
         .build();
+    let rls_rules = moka::future::Cache::builder()
+        .max_capacity(1)
+        .time_to_live(catalog_ttl)
+        .build();
     let runner = crate::query::runner::Runner::new(
         engines.clone(),
         config.query.cache_max_mb * 1024 * 1024,
@@ -101,6 +105,7 @@ pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
         connections: Arc::default(),
         datasources,
         charts,
+        rls_rules,
         sqllab,
         catalog_generation: Default::default(),
     }))

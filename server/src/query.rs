@@ -19,6 +19,8 @@ pub mod sqlcheck;
 pub mod sqllab;
 pub mod timerange;
 
+pub use context::RowFilter;
+
 use crate::engines::{EngineError, GenericType};
 use crate::uri::Engine;
 

@@ -13,6 +13,7 @@ pub mod chart_data;
 pub mod dashboard;
 pub mod database;
 pub mod render;
+pub mod rls;
 pub mod sqllab;
 
 use crate::auth;

@@ -32,6 +32,9 @@ pub struct AppState {
     /// Saved charts with the query context chart data runs for them, under the same rule as
     /// `datasources`: dropped on any catalog write here, expired for other replicas' writes.
     pub charts: ChartCache,
+    /// Every row-level security rule (one entry, key `()`), under the same rule as
+    /// `datasources`: dropped on any rule write here, expired for other replicas' writes.
+    pub rls_rules: moka::future::Cache<(), Arc<Vec<crate::store::catalog::RlsRule>>>,
     /// SQL Lab's running queries and stored results (per process).
     pub sqllab: crate::query::sqllab::SqlLab,
     /// The WebAssembly plugin host and the installed plugins.
@@ -53,6 +56,7 @@ impl AppState {
         self.catalog_generation.fetch_add(1, Ordering::SeqCst);
         self.datasources.invalidate_all();
         self.charts.invalidate_all();
+        self.rls_rules.invalidate_all();
     }
 
     /// The catalog generation, read before loading something to cache.

@@ -45,6 +45,25 @@ export async function flows(t) {
     return response.json();
   }
 
+  /**
+   * Opens a dropdown with `open()` and clicks its option `name`. A dropdown opened while its
+   * list was still loading can stay empty when the list arrives; then it is closed and opened
+   * again, as a person would.
+   */
+  async function pick(open, name, attempts = 3) {
+    for (let i = 1; ; i += 1) {
+      await open();
+      try {
+        await select(name).waitFor({ state: 'visible', timeout: 15000 });
+        await select(name).click();
+        return;
+      } catch (e) {
+        if (i >= attempts) throw e;
+        await page.keyboard.press('Escape');
+      }
+    }
+  }
+
   async function databaseNamed(name) {
     const q = `(filters:!((col:database_name,opr:eq,value:'${name}')))`;
     return (await api(page, `/api/v1/database/?q=${encodeURIComponent(q)}`)).result[0];
@@ -123,11 +142,9 @@ export async function flows(t) {
   await step(page, 'flow: create a dataset from a table', async () => {
     await page.goto(`${base}/dataset/add/`);
     const dbSelect = page.getByRole('combobox', { name: 'Select database or type to search databases' });
-    await page.locator('.ant-select').filter({ has: dbSelect }).first().click();
-    await select(FORM_DB).click();
+    await pick(() => page.locator('.ant-select').filter({ has: dbSelect }).first().click(), FORM_DB);
     const table = page.getByRole('combobox', { name: 'Select table or type to search tables' });
-    await page.locator('.ant-select').filter({ has: table }).first().click();
-    await select(TABLE).click();
+    await pick(() => page.locator('.ant-select').filter({ has: table }).first().click(), TABLE);
     await page.getByRole('button', { name: 'Create and explore dataset' }).click();
     await page.waitForURL(/\/chart\/add/);
     const q = `(filters:!((col:table_name,opr:eq,value:${TABLE})))`;
@@ -277,10 +294,11 @@ export async function flows(t) {
     const editor = page.locator('.ace_editor').first();
     await editor.waitFor({ state: 'visible' });
     const dbSelect = page.getByRole('combobox', { name: 'Select database or type to search databases' });
-    await page.locator('.ant-select').filter({ has: dbSelect }).first().click();
     // Typing searches the databases through the REST list.
-    await page.keyboard.type(URI_DB.slice(0, 9));
-    await select(URI_DB).click();
+    await pick(async () => {
+      await page.locator('.ant-select').filter({ has: dbSelect }).first().click();
+      await page.keyboard.type(URI_DB.slice(0, 9));
+    }, URI_DB);
     await editor.click();
     await page.keyboard.press('ControlOrMeta+A');
     await page.keyboard.press('Delete');

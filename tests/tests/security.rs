@@ -16,6 +16,8 @@ mod exposure;
 mod imports;
 #[path = "security/matrix.rs"]
 mod matrix;
+#[path = "security/rls.rs"]
+mod rls;
 #[path = "security/schemathesis.rs"]
 mod schemathesis;
 #[path = "security/sqlcheck.rs"]

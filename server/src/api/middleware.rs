@@ -30,10 +30,22 @@ pub async fn trace<E: Endpoint>(ep: Arc<E>, req: Request) -> poem::Result<Respon
     );
     let started = Instant::now();
     async move {
-        let resp = match ep.call(req).await {
+        let mut resp = match ep.call(req).await {
             Ok(r) => r.into_response(),
             Err(e) => from_poem_error(e).into_response(),
         };
+        // Superset's default (Talisman): no other site may frame a page of this server, so
+        // its app cannot be overlaid to trick a signed-in user's clicks. A handler that serves
+        // a page meant for framing sets its own policy.
+        if !resp
+            .headers()
+            .contains_key(poem::http::header::X_FRAME_OPTIONS)
+        {
+            resp.headers_mut().insert(
+                poem::http::header::X_FRAME_OPTIONS,
+                poem::http::HeaderValue::from_static("SAMEORIGIN"),
+            );
+        }
         let span = tracing::Span::current();
         if let Some(op) = resp.data::<poem_openapi::OperationId>() {
             span.record("route", op.0);
@@ -375,8 +387,8 @@ pub async fn with_state<E: Endpoint>(
     Ok(resp)
 }
 
-/// Whether a request may change a chart, dataset or database definition, or the viz plugins
-/// that build a saved chart's query. Charts change through dashboards too (imports, copies).
+/// Whether a request may change a chart, dataset or database definition, the viz plugins
+/// that build a saved chart's query, or the row-level security rules applied to it. Charts change through dashboards too (imports, copies).
 fn changes_catalog(method: &poem::http::Method, path: &str) -> bool {
     use poem::http::Method;
     if !matches!(*method, Method::POST | Method::PUT | Method::DELETE) {
@@ -396,6 +408,8 @@ fn changes_catalog(method: &poem::http::Method, path: &str) -> bool {
         "chart",
         "dashboard",
         "plugin",
+        // Row-level security rules decide which rows chart data returns.
+        "rowlevelsecurity",
     ]
     .iter()
     .any(|p| rest.starts_with(p))

@@ -839,7 +839,13 @@ async fn related_values(
         recs.iter()
             .map(|r| RelatedValue {
                 value: r.id,
-                text: r.text(label_field).to_owned(),
+                // A dataset reads as Superset's `str(table)`: `schema.table_name`.
+                text: match r.get::<String>("schema").filter(|s| !s.is_empty()) {
+                    Some(schema) if label_field == "table_name" => {
+                        format!("{schema}.{}", r.text(label_field))
+                    }
+                    _ => r.text(label_field).to_owned(),
+                },
                 extra: poem_openapi::types::Any(json!({})),
             })
             .collect(),

@@ -356,6 +356,17 @@ pub struct QueryObject {
     pub result_type: Option<ResultType>,
     /// `post_processing` steps (operation, options).
     pub post_processing: Vec<(String, Json)>,
+    /// Row-level security's filters for the caller: never read from a request, set by the
+    /// service that runs the query, AND-ed into every statement built from this object.
+    pub row_filters: Vec<RowFilter>,
+}
+
+/// One row-level security filter: its clauses OR-ed (a group of rules sharing a `group_key`,
+/// or one rule alone).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowFilter {
+    /// The rules' SQL predicates.
+    pub any_of: Vec<String>,
 }
 
 /// A marshmallow error path segment.
@@ -874,6 +885,7 @@ fn query_object(at: &mut At, v: &Json, plugin_ops: &[String]) -> Result<QueryObj
         is_rowcount: boolean(at, o, "is_rowcount")?.unwrap_or(false),
         result_type,
         post_processing,
+        row_filters: Vec::new(),
     })
 }
 

@@ -83,8 +83,16 @@ pub fn join(
     for (r, row) in other.rows.iter().enumerate() {
         let mut shifted = row.clone();
         for (&i, &is_time) in other_keys.iter().zip(&temporal) {
-            if is_time && let Some(Cell::Timestamp(t)) = shifted.get(i) {
-                shifted[i] = Cell::Timestamp(forward(*t, offset)?);
+            // A `timestamptz` axis (DATE_TRUNC of a date or timestamptz column in PostgreSQL)
+            // shifts like a naive one and keeps its zone, so it still meets the main rows.
+            match shifted.get(i) {
+                Some(Cell::Timestamp(t)) if is_time => {
+                    shifted[i] = Cell::Timestamp(forward(*t, offset)?);
+                }
+                Some(Cell::TimestampTz(t)) if is_time => {
+                    shifted[i] = Cell::TimestampTz(forward(*t, offset)?);
+                }
+                _ => {}
             }
         }
         lookup.entry(key(&shifted, &other_keys)).or_insert(r);
@@ -122,6 +130,36 @@ mod tests {
                 .and_hms_opt(0, 0, 0)
                 .unwrap(),
         )
+    }
+
+    /// A `timestamptz` axis joins as a naive one does.
+    #[test]
+    fn a_zoned_axis_is_shifted_too() {
+        let tz = |y: i32| match ts(y, 1) {
+            Cell::Timestamp(t) => Cell::TimestampTz(t),
+            other => other,
+        };
+        let mut main = Frame {
+            colnames: vec!["ds".into(), "n".into()],
+            coltypes: vec![GenericType::Temporal, GenericType::Numeric],
+            rows: vec![vec![tz(2024), Cell::Int(30)]],
+            index: None,
+        };
+        let other = Frame {
+            colnames: vec!["ds".into(), "n".into()],
+            coltypes: vec![GenericType::Temporal, GenericType::Numeric],
+            rows: vec![vec![tz(2023), Cell::Int(100)]],
+            index: None,
+        };
+        join(
+            &mut main,
+            &other,
+            "1 year ago",
+            &["ds".into()],
+            &["n".into()],
+        )
+        .unwrap();
+        assert_eq!(main.rows[0][2], Cell::Int(100));
     }
 
     #[test]

@@ -599,6 +599,18 @@ pub fn build(
     if !q.extras.where_.trim().is_empty() {
         where_parts.push(b.fragment(&q.extras.where_, FragmentKind::Where)?);
     }
+    // Row-level security: each rule's clause passes the checks `extras.where` does and stands
+    // parenthesised (its own line closing it, past any `--`), a group's clauses OR-ed.
+    for filter in &q.row_filters {
+        let any: Vec<String> = filter
+            .any_of
+            .iter()
+            .map(|c| b.fragment(c, FragmentKind::Where))
+            .collect::<Result<_, _>>()?;
+        if !any.is_empty() {
+            where_parts.push(format!("({})", any.join(" OR ")));
+        }
+    }
 
     let grouped = q.metrics.is_some();
     let mut having = None;

@@ -320,7 +320,12 @@ pub async fn execute(
     {
         return Err(QueryError::Forbidden(format!("[{}](id:{})", ds.table_name, ds.id)).into());
     }
-    // 2. Plan.
+    // 2. Plan: row-level security's filters ride on every query object, so every statement
+    // built from them (totals, series limits, time offsets, samples) carries them.
+    let row_filters = super::rls::row_filters(state, user, ds.id).await?;
+    for q in &mut ctx.queries {
+        q.row_filters.clone_from(&row_filters);
+    }
     ctx.apply_granularity(ds);
     let run = Run::new(state, ds, spec, &ctx, raw, chart).await?;
     run.ensure_totals(&mut ctx).await?;

@@ -446,6 +446,94 @@ pub static DASHBOARD: Model = Model {
     ],
 };
 
+/// `filter_type` of a rule applying to members of its roles.
+pub const RLS_REGULAR: &str = "Regular";
+/// `filter_type` of a rule applying to everyone except members of its roles.
+pub const RLS_BASE: &str = "Base";
+
+/// A row-level security rule as queries apply it ([`Store::rls_rules`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RlsRule {
+    /// Its id.
+    pub id: i64,
+    /// `Base` (everyone except the roles) rather than `Regular` (the roles' members).
+    pub base: bool,
+    /// The SQL predicate.
+    pub clause: String,
+    /// Rules with the same key are OR-ed together; `None` stands alone.
+    pub group_key: Option<String>,
+    /// The datasets it filters.
+    pub tables: Vec<i64>,
+    /// The roles it names.
+    pub roles: Vec<i64>,
+}
+
+/// A dataset as row-level security rules show it.
+pub static DATASET_REF: Model = Model {
+    table: "tables",
+    fields: &[
+        computed!("id", "t.id", Int),
+        col!("schema", Text),
+        col!("table_name", Text),
+    ],
+};
+
+/// A row-level security rule (Superset's `RowLevelSecurityFilter`): a `clause` added to the
+/// WHERE of every query on its `tables`, for members of its `roles` (`filter_type`
+/// `Regular`) or for everyone but them (`Base`); rules sharing a `group_key` are OR-ed.
+pub static RLS_FILTER: Model = Model {
+    table: "row_level_security_filters",
+    fields: &[
+        computed!("id", "t.id", Int),
+        col!("created_on", Time),
+        col!("changed_on", Time),
+        (
+            "created_by",
+            Field::ToOne {
+                fk: "created_by_fk",
+                target: &USER_REF,
+            },
+        ),
+        (
+            "changed_by",
+            Field::ToOne {
+                fk: "changed_by_fk",
+                target: &USER_REF,
+            },
+        ),
+        computed!(
+            "changed_by.first_name",
+            "(SELECT u.first_name FROM ab_user u WHERE u.id = t.changed_by_fk)",
+            Text
+        ),
+        col!("name", Text),
+        col!("description", Text),
+        col!("filter_type", Text),
+        col!("group_key", Text),
+        col!("clause", Text),
+        // For ordering only; rendered humanized.
+        computed!("changed_on_delta_humanized", "t.changed_on", Time),
+        (
+            "tables",
+            Field::ToMany {
+                link: "rls_filter_tables",
+                own: "rls_filter_id",
+                other: "table_id",
+                target: &DATASET_REF,
+            },
+        ),
+        (
+            "roles",
+            Field::ToMany {
+                link: "rls_filter_roles",
+                own: "rls_filter_id",
+                other: "role_id",
+                target: &ROLE_REF,
+            },
+        ),
+    ],
+};
+
 /// A database as queries and saved queries show it (no URI, no settings).
 pub static DATABASE_REF: Model = Model {
     table: "dbs",
@@ -944,6 +1032,59 @@ impl Store {
         };
         tx.commit().await?;
         Ok(uuid)
+    }
+
+    /// Every row-level security rule with its datasets and roles, as queries apply them.
+    pub async fn rls_rules(&self) -> Result<Vec<RlsRule>> {
+        let rows = self
+            .db()
+            .query(
+                "SELECT id, filter_type, clause, group_key FROM row_level_security_filters \
+                 ORDER BY id",
+                vec![],
+            )
+            .await?;
+        let mut rules = Vec::with_capacity(rows.len());
+        let mut at = std::collections::HashMap::new();
+        for r in rows {
+            let id: i64 = r.get("id")?;
+            at.insert(id, rules.len());
+            rules.push(RlsRule {
+                id,
+                base: r.get::<String>("filter_type")? == RLS_BASE,
+                clause: r.get("clause")?,
+                group_key: r
+                    .get::<Option<String>>("group_key")?
+                    .filter(|k| !k.is_empty()),
+                tables: Vec::new(),
+                roles: Vec::new(),
+            });
+        }
+        for r in self
+            .db()
+            .query(
+                "SELECT rls_filter_id, table_id FROM rls_filter_tables",
+                vec![],
+            )
+            .await?
+        {
+            if let Some(&i) = at.get(&r.get::<i64>("rls_filter_id")?) {
+                rules[i].tables.push(r.get("table_id")?);
+            }
+        }
+        for r in self
+            .db()
+            .query(
+                "SELECT rls_filter_id, role_id FROM rls_filter_roles",
+                vec![],
+            )
+            .await?
+        {
+            if let Some(&i) = at.get(&r.get::<i64>("rls_filter_id")?) {
+                rules[i].roles.push(r.get("role_id")?);
+            }
+        }
+        Ok(rules)
     }
 
     /// The embedded configuration of a dashboard: (uuid, dashboard id, allowed domains JSON,

@@ -702,3 +702,44 @@ async fn csv_cells_are_escaped_like_superset() {
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["result"][0]["data"][0]["p"], "=cmd|' /C calc'!A0");
 }
+
+/// Clickjacking: no other site may frame the app. Every answer (the login page, the app's
+/// pages, the API, errors, static files) says `X-Frame-Options: SAMEORIGIN`, as Superset's
+/// Talisman default does.
+#[tokio::test]
+async fn no_other_site_may_frame_the_app() {
+    let server = TestServer::builder().start().await.expect("server");
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let anonymous = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    for (who, path) in [
+        ("anonymous", "/login/"),
+        ("anonymous", "/superset/welcome/"),
+        ("anonymous", "/api/v1/chart/"),
+        ("anonymous", "/health"),
+        ("anonymous", "/no/such/page"),
+        ("admin", "/superset/welcome/"),
+        ("admin", "/api/v1/me/"),
+        ("admin", "/api/v1/dashboard/999999"),
+    ] {
+        let resp = if who == "admin" {
+            api.request(Method::GET, path).send().await
+        } else {
+            anonymous
+                .get(format!("{}{path}", server.base_url()))
+                .send()
+                .await
+        }
+        .expect("answer");
+        let status = resp.status();
+        assert_eq!(
+            resp.headers()
+                .get("x-frame-options")
+                .and_then(|v| v.to_str().ok()),
+            Some("SAMEORIGIN"),
+            "{who} {path} ({status})"
+        );
+    }
+}
