@@ -216,6 +216,7 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
     for page in shell::PAGES {
         route = route.at(*page, poem::get(shell::spa_page));
     }
+    route = route.at("/embedded/:uuid", poem::get(shell::embedded_page));
     route
         .at("/swagger/v1", swagger)
         .nest("/", api.into_endpoint())

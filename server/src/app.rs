@@ -49,7 +49,12 @@ pub async fn open_store(config: &Config) -> Result<Store, StartError> {
 pub async fn state(config: Config) -> Result<Arc<AppState>, StartError> {
     let secret = config.resolve_secret_key()?;
     let store = open_store(&config).await?;
-    let auth = AuthService::new(store.clone(), secret.expose().as_bytes(), &config.auth);
+    let auth = AuthService::new(
+        store.clone(),
+        secret.expose().as_bytes(),
+        &config.auth,
+        &config.embedded,
+    );
     let sealer = crate::seal::Sealer::new(secret.expose().as_bytes());
     // After the store opened: the data folder exists, so the guard resolves its real path.
     let engines =

@@ -5,6 +5,7 @@
 //! know HTTP: the api layer extracts credentials from requests and renders [`Error`]s.
 
 pub mod catalog;
+pub mod guest;
 mod limiter;
 pub mod password;
 pub mod session;
@@ -16,9 +17,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use moka::future::Cache;
+use sha2::Digest;
 
-use crate::config::AuthConfig;
+use crate::config::{AuthConfig, EmbeddedConfig};
 use crate::store::{self, NewUser, Role, Store, User};
+pub use guest::{GuestKeys, GuestResource, GuestRls, GuestUser};
 pub use limiter::{LoginLimiter, LoginQueue, LoginSubject};
 pub use session::{CsrfError, SessionData, SessionKeys};
 pub use tokens::{TokenKeys, TokenType};
@@ -52,6 +55,10 @@ pub enum Error {
     /// Wrong username or password, or an inactive user.
     #[error("Not authorized")]
     BadCredentials,
+    /// A guest token that is expired, tampered with, for another audience or no guest token
+    /// (Superset treats its caller as anonymous).
+    #[error("Not authorized")]
+    InvalidGuestToken,
     /// Authenticated but lacking the permission.
     #[error("Forbidden")]
     Forbidden,
@@ -107,6 +114,21 @@ pub struct CurrentUser {
     /// [`CurrentUser::grants`], derived once: the user is cached across requests and most
     /// requests ask several times.
     grants: std::sync::OnceLock<crate::store::catalog::Grants>,
+    /// Set for a guest-token caller (an embedded dashboard's visitor): what the token grants.
+    /// Such a user is no stored user (its `user.id` is 0) and reaches only the token's
+    /// dashboards, whatever its role holds.
+    pub guest: Option<Arc<Guest>>,
+}
+
+/// What a verified guest token grants.
+#[derive(Debug)]
+pub struct Guest {
+    /// The token's row-level clauses.
+    pub rls: Vec<GuestRls>,
+    /// The dashboards, charts, datasets and native filters it reaches.
+    pub reach: Arc<crate::store::catalog::GuestReach>,
+    /// A fingerprint of the token, to keep one visitor's browser state apart from another's.
+    pub key: String,
 }
 
 impl CurrentUser {
@@ -120,7 +142,7 @@ impl CurrentUser {
 
     /// Whether the user holds the Admin role.
     pub fn is_admin(&self) -> bool {
-        self.roles.iter().any(|r| r.name == catalog::ADMIN)
+        self.guest.is_none() && self.roles.iter().any(|r| r.name == catalog::ADMIN)
     }
 
     /// The user's data-access grants (Superset's `all_*_access`, `database_access`,
@@ -130,6 +152,12 @@ impl CurrentUser {
     }
 
     fn derive_grants(&self) -> crate::store::catalog::Grants {
+        if let Some(g) = &self.guest {
+            return crate::store::catalog::Grants {
+                guest: Some(g.reach.clone()),
+                ..Default::default()
+            };
+        }
         let views = |perm: &str| -> Vec<String> {
             self.permissions
                 .iter()
@@ -152,6 +180,7 @@ impl CurrentUser {
             schema_perms: views("schema_access"),
             datasource_perms: views("datasource_access"),
             user_id: Some(self.user.id),
+            guest: None,
         }
     }
 }
@@ -196,11 +225,21 @@ pub struct AuthService {
     users: Cache<i64, Arc<CurrentUser>>,
     public: Cache<(), Arc<HashSet<(String, String)>>>,
     public_role_like: Option<String>,
+    guest_keys: GuestKeys,
+    guest_role: String,
+    /// Verified guest tokens → their principal, for the permission cache's lifetime (a
+    /// token's expiry is checked again on every use).
+    guests: Cache<Box<str>, (Arc<CurrentUser>, f64)>,
 }
 
 impl AuthService {
     /// Builds the service from the secret key and auth settings.
-    pub fn new(store: Store, secret: &[u8], cfg: &AuthConfig) -> AuthService {
+    pub fn new(
+        store: Store,
+        secret: &[u8],
+        cfg: &AuthConfig,
+        embedded: &EmbeddedConfig,
+    ) -> AuthService {
         let ttl = Duration::from_secs(cfg.permission_cache_ttl_secs);
         AuthService {
             store,
@@ -225,7 +264,91 @@ impl AuthService {
                 .build(),
             public: Cache::builder().time_to_live(ttl).build(),
             public_role_like: cfg.public_role_like.clone(),
+            guest_keys: GuestKeys::new(
+                &embedded.guest_secret(secret),
+                &embedded.guest_token_audience,
+                embedded.guest_token_ttl_secs,
+            ),
+            guest_role: embedded.guest_role_name.clone(),
+            guests: Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(ttl)
+                .build(),
         }
+    }
+
+    /// Mints a guest token (`POST /security/guest_token/`); the caller checked the grant and
+    /// the resources.
+    pub fn issue_guest_token(
+        &self,
+        user: GuestUser,
+        resources: Vec<GuestResource>,
+        rls: Vec<GuestRls>,
+    ) -> Result<String, Error> {
+        self.guest_keys.issue(user, resources, rls)
+    }
+
+    /// The principal of a guest token: a user that is no stored user, with the guest role's
+    /// grants capped to viewing (plus what viewing the token's dashboards needs, which the
+    /// token itself grants) and reaching only what the token names.
+    async fn guest(&self, token: &str) -> Result<Arc<CurrentUser>, Error> {
+        let now = chrono::Utc::now().timestamp() as f64;
+        if let Some((user, exp)) = self.guests.get(token).await
+            && exp > now
+        {
+            return Ok(user);
+        }
+        let claims = self.guest_keys.verify(token)?;
+        let keys: Vec<String> = claims
+            .resources
+            .iter()
+            .filter(|r| r.kind == "dashboard")
+            .map(|r| r.id.clone())
+            .collect();
+        let reach = Arc::new(self.store.guest_reach(&keys).await?);
+        let roles: Vec<Role> = self
+            .store
+            .role_by_name(&self.guest_role)
+            .await?
+            .into_iter()
+            .collect();
+        let held: HashSet<(String, String)> = self
+            .store
+            .role_permissions(&self.guest_role)
+            .await?
+            .into_iter()
+            .collect();
+        let permissions = catalog::guest_permissions(&held);
+        let u = &claims.user;
+        let now_dt = chrono::Utc::now().naive_utc();
+        let user = Arc::new(CurrentUser {
+            user: User {
+                id: 0,
+                username: u.username.clone().unwrap_or_else(|| "guest_user".into()),
+                first_name: u.first_name.clone().unwrap_or_else(|| "Guest".into()),
+                last_name: u.last_name.clone().unwrap_or_else(|| "User".into()),
+                email: String::new(),
+                active: true,
+                password_hash: None,
+                login_count: 0,
+                fail_login_count: 0,
+                last_login: None,
+                created_on: now_dt,
+                changed_on: now_dt,
+            },
+            roles,
+            permissions,
+            grants: Default::default(),
+            guest: Some(Arc::new(Guest {
+                rls: claims.rls_rules,
+                reach,
+                key: hex::encode(&sha2::Sha256::digest(token.as_bytes())[..12]),
+            })),
+        });
+        self.guests
+            .insert(token.into(), (user.clone(), claims.exp))
+            .await;
+        Ok(user)
     }
 
     /// Session and CSRF keys, for the HTTP layer's cookie handling.
@@ -349,11 +472,20 @@ impl AuthService {
         &self,
         session: Option<&SessionData>,
         authorization: Option<&str>,
+        guest_token: Option<&str>,
     ) -> Principal {
         if let Some(uid) = session.and_then(|s| s.uid)
             && let Ok(user) = self.load_user(uid).await
         {
             return Principal::User(user);
+        }
+        // Superset's request loader: a guest token stands for the caller when no session
+        // does.
+        if let Some(token) = guest_token {
+            return match self.guest(token).await {
+                Ok(user) => Principal::User(user),
+                Err(e) => Principal::Rejected(Arc::new(e)),
+            };
         }
         let result = async {
             let Some(token) = bearer_token(authorization)? else {
@@ -388,6 +520,7 @@ impl AuthService {
                     roles,
                     permissions,
                     grants: Default::default(),
+                    guest: None,
                 }))
             })
             .await
@@ -425,6 +558,17 @@ impl AuthService {
         permission: &str,
         view_menu: &str,
     ) -> Result<(), Error> {
+        if let Principal::User(u) = principal
+            && u.guest.is_some()
+        {
+            // A guest's grants are exactly its own (see `catalog::guest_permissions`): what
+            // Public may do does not widen them.
+            return if u.has(permission, view_menu) {
+                Ok(())
+            } else {
+                Err(Error::Forbidden)
+            };
+        }
         let public = self.public_permissions().await?;
         if public.contains(&(permission.to_owned(), view_menu.to_owned())) {
             return Ok(());
@@ -478,6 +622,7 @@ impl Error {
             },
             Error::UserNotLoaded { id } => Error::UserNotLoaded { id: id.clone() },
             Error::BadCredentials => Error::BadCredentials,
+            Error::InvalidGuestToken => Error::InvalidGuestToken,
             Error::Forbidden => Error::Forbidden,
             Error::TooManyAttempts { retry_after_secs } => Error::TooManyAttempts {
                 retry_after_secs: *retry_after_secs,

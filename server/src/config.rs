@@ -92,6 +92,8 @@ pub struct Config {
     pub frontend: FrontendConfig,
     /// What users may connect to (`[security]`, `LITESET_SECURITY__*`).
     pub security: SecurityConfig,
+    /// Embedded dashboards and guest tokens (`[embedded]`, `LITESET_EMBEDDED__*`).
+    pub embedded: EmbeddedConfig,
 }
 
 /// Superset's `PREVENT_UNSAFE_DB_CONNECTIONS`, always on; these keys only widen it.
@@ -102,6 +104,58 @@ pub struct SecurityConfig {
     /// server can read). The data folder, the metadata store and the secret key stay refused
     /// either way; the embedded examples database is always allowed.
     pub allow_sqlite_databases: bool,
+}
+
+/// Embedded dashboards and their guest tokens (Superset's `EMBEDDED_SUPERSET` flag and
+/// `GUEST_*` keys).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbeddedConfig {
+    /// `EMBEDDED_SUPERSET`: serve `/embedded/<uuid>` and accept guest tokens. On by default:
+    /// nothing is embedded until someone allowed to (`can_set_embedded`) embeds a dashboard
+    /// and someone allowed to (`can_grant_guest_token`, Admin) mints tokens for it.
+    pub enabled: bool,
+    /// `GUEST_TOKEN_JWT_SECRET`; unset derives one from the server's secret key (so replicas
+    /// agree, and no default secret is shared between deployments).
+    pub guest_token_secret: Option<Secret>,
+    /// `GUEST_TOKEN_JWT_AUDIENCE`: tokens for another audience are refused.
+    pub guest_token_audience: String,
+    /// `GUEST_TOKEN_JWT_EXP_SECONDS`: lifetime of a guest token.
+    pub guest_token_ttl_secs: u64,
+    /// `GUEST_ROLE_NAME`: the role whose viewing grants (CSV export, sharing) guests also get.
+    pub guest_role_name: String,
+    /// `GUEST_TOKEN_HEADER_NAME`: the header carrying the token.
+    pub guest_token_header_name: String,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        EmbeddedConfig {
+            enabled: true,
+            guest_token_secret: None,
+            guest_token_audience: "liteset".into(),
+            guest_token_ttl_secs: 300,
+            guest_role_name: "Public".into(),
+            guest_token_header_name: "X-GuestToken".into(),
+        }
+    }
+}
+
+impl EmbeddedConfig {
+    /// The key guest tokens are signed with: the configured one, else one derived from the
+    /// server's secret key (HMAC with a fixed label, so it is not the login tokens' key).
+    pub fn guest_secret(&self, server_secret: &[u8]) -> Vec<u8> {
+        use hmac::Mac;
+        match &self.guest_token_secret {
+            Some(s) => s.expose().as_bytes().to_vec(),
+            None => {
+                let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(server_secret)
+                    .expect("HMAC takes any key length");
+                mac.update(b"liteset guest tokens");
+                mac.finalize().into_bytes().to_vec()
+            }
+        }
+    }
 }
 
 /// Where `liteset frontend install` puts Superset's prebuilt web app and `serve` finds it.
@@ -309,6 +363,10 @@ pub struct QueryConfig {
     /// per cell), counted while rows arrive; past it the statement is cancelled and the
     /// request answers 400 `RESULT_TOO_LARGE_ERROR`.
     pub max_result_bytes: u64,
+    /// Superset's `RLS_IN_SQLLAB`: SQL Lab reads a table that a dataset with row-level rules
+    /// covers through those rules (the table replaced by a filtered subquery). Off, as in
+    /// Superset: SQL Lab users are trusted with their databases.
+    pub rls_in_sqllab: bool,
     /// Per-database overrides, keyed by `database_name`.
     pub databases: std::collections::BTreeMap<String, DatabaseOverrides>,
 }
@@ -330,6 +388,7 @@ impl Default for QueryConfig {
             sqllab_results_max_mb: 256,
             sqllab_results_ttl_secs: 86_400,
             max_result_bytes: crate::engines::DEFAULT_MAX_RESULT_BYTES as u64,
+            rls_in_sqllab: false,
             databases: Default::default(),
         }
     }
@@ -522,6 +581,7 @@ impl Default for Config {
             plugins: PluginConfig::default(),
             frontend: FrontendConfig::default(),
             security: SecurityConfig::default(),
+            embedded: EmbeddedConfig::default(),
         }
     }
 }

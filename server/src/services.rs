@@ -12,6 +12,7 @@ pub mod chart;
 pub mod chart_data;
 pub mod dashboard;
 pub mod database;
+pub mod embedded;
 pub mod render;
 pub mod rls;
 pub mod sqllab;
@@ -76,6 +77,13 @@ pub enum Error {
     /// The dashboard exists, but the caller may not open it.
     #[error("You don't have access to this dashboard.")]
     DashboardForbidden,
+    /// A guest token names a dashboard that does not exist or that the granter cannot open
+    /// (Superset's `EmbeddedDashboardNotFoundError`, answered 400 by its endpoint).
+    #[error("EmbeddedDashboard not found.")]
+    EmbeddedNotFound,
+    /// A guest asked a chart for more than it was saved with, or for raw rows.
+    #[error("Guest user cannot modify chart payload")]
+    GuestPayloadModified,
 }
 
 impl Error {

@@ -871,6 +871,9 @@ macro_rules! both_backends {
     };
 }
 
+/// How [`Api::guest`] marks its token (a JWT never contains a space).
+const GUEST_PREFIX: &str = "guest ";
+
 /// A logged-in API client, authenticated the way real Superset clients are: a Bearer access
 /// token, the CSRF token in `X-CSRFToken`, and the `session` cookie in its cookie store.
 pub struct Api {
@@ -905,12 +908,27 @@ impl Api {
         }
     }
 
+    /// A client of an embedded dashboard's visitor: every request carries `guest_token` in
+    /// `X-GuestToken` (and no cookie, no Bearer token, no CSRF token), as the embedded app
+    /// sends it from its third-party frame.
+    pub fn guest(server: &TestServer, guest_token: &str) -> Api {
+        Api {
+            client: reqwest::Client::new(),
+            base: server.base_url().to_owned(),
+            token: format!("{GUEST_PREFIX}{guest_token}"),
+            csrf: String::new(),
+        }
+    }
+
     /// A request to `path` with the credentials attached.
     pub fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
-        self.client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .header("X-CSRFToken", &self.csrf)
+        let req = self.client.request(method, format!("{}{path}", self.base));
+        match self.token.strip_prefix(GUEST_PREFIX) {
+            Some(guest) => req.header("X-GuestToken", guest),
+            None => req
+                .bearer_auth(&self.token)
+                .header("X-CSRFToken", &self.csrf),
+        }
     }
 
     /// Sends a request with an optional JSON body; returns status and JSON (see [`status_json`]).

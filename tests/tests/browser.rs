@@ -58,6 +58,156 @@ both_backends! {
     }
 }
 
+/// A free loopback port (bound, then released for the script's host pages).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// The browser test's common parts: the frontend, the script folder.
+fn browser_setup() -> (std::ffi::OsString, PathBuf) {
+    let Some(frontend) = std::env::var_os("LITESET_TEST_FRONTEND_DIR").filter(|d| !d.is_empty())
+    else {
+        panic!(
+            "LITESET_TEST_FRONTEND_DIR is not set: run the tests with `bash tests/run` (it installs \
+             chromium, the script's node_modules and the Superset frontend)"
+        );
+    };
+    let tests_dir = std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let browser_dir = tests_dir.join("browser");
+    assert!(
+        browser_dir
+            .join("node_modules/@superset-ui/embedded-sdk")
+            .is_dir(),
+        "{}/node_modules is missing: run `bash tests/run` (it runs `npm ci` there)",
+        browser_dir.display()
+    );
+    (frontend, browser_dir)
+}
+
+/// A dashboard embedded in another site's page through `@superset-ui/embedded-sdk`, with a
+/// guest token whose clause keeps one tenant's rows: the chart in the frame shows those rows
+/// only; a page on an origin outside the allowed domains is refused (tests/browser/embedded.mjs).
+#[tokio::test(flavor = "multi_thread")]
+async fn embedded_dashboard_in_another_site_with_a_guest_token() {
+    use reqwest::StatusCode;
+    use serde_json::json;
+    let (frontend, browser_dir) = browser_setup();
+    let url = liteset_tests::pg().await.fresh_database().await;
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    client
+        .batch_execute(
+            "CREATE TABLE public.tenant_orders (id int, tenant text, amount int); \
+             INSERT INTO public.tenant_orders VALUES (1, 'acme', 10), (2, 'bolt', 20), \
+             (3, 'acme', 30), (4, 'cyan', 40), (5, 'bolt', 50);",
+        )
+        .await
+        .expect("tenant_orders");
+    let server = TestServer::builder()
+        .env("LITESET_FRONTEND__DIR", frontend.to_string_lossy())
+        .start()
+        .await
+        .unwrap();
+    let admin = liteset_tests::Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let post = |path: &'static str, body: serde_json::Value| {
+        let admin = &admin;
+        async move {
+            let (s, r) = admin.post(path, body.clone()).await;
+            assert!(s.is_success(), "POST {path} {body}: {s} {r}");
+            r
+        }
+    };
+    let db = post(
+        "/api/v1/database/",
+        json!({"database_name": "tenants", "sqlalchemy_uri": url}),
+    )
+    .await["id"]
+        .clone();
+    let ds = post(
+        "/api/v1/dataset/",
+        json!({"database": db, "schema": "public", "table_name": "tenant_orders"}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let dash = post(
+        "/api/v1/dashboard/",
+        json!({"dashboard_title": "Customer orders", "published": true}),
+    )
+    .await["id"]
+        .as_i64()
+        .unwrap();
+    let params = json!({"viz_type": "table", "datasource": format!("{ds}__table"),
+                        "query_mode": "raw", "all_columns": ["id", "tenant"],
+                        "order_by_cols": [], "row_limit": 100});
+    let qc = json!({"datasource": {"id": ds, "type": "table"}, "force": false,
+                    "queries": [{"columns": ["id", "tenant"], "metrics": [], "orderby": [],
+                                 "row_limit": 100}],
+                    "form_data": params, "result_format": "json", "result_type": "full"});
+    post(
+        "/api/v1/chart/",
+        json!({"slice_name": "Orders by tenant", "viz_type": "table", "datasource_id": ds,
+               "datasource_type": "table", "params": params.to_string(),
+               "query_context": qc.to_string(), "dashboards": [dash]}),
+    )
+    .await;
+    let (host_port, other_port) = (free_port(), free_port());
+    let (s, e) = admin
+        .post(
+            &format!("/api/v1/dashboard/{dash}/embedded"),
+            json!({"allowed_domains": [format!("http://localhost:{host_port}")]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{e}");
+    let uuid = e["result"]["uuid"].as_str().unwrap().to_owned();
+    let token = post(
+        "/api/v1/security/guest_token/",
+        json!({"user": {"username": "portal-visitor"},
+               "resources": [{"type": "dashboard", "id": uuid}],
+               "rls": [{"clause": "tenant = 'acme'"}]}),
+    )
+    .await["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let artifacts = artifacts_dir().join("embedded");
+    println!("browser artifacts: {}", artifacts.display());
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(browser_dir.join("embedded.mjs"))
+        .current_dir(&browser_dir)
+        .env("LITESET_URL", server.base_url())
+        .env("LITESET_EMBED_UUID", &uuid)
+        .env("LITESET_GUEST_TOKEN", &token)
+        .env("LITESET_HOST_PORT", host_port.to_string())
+        .env("LITESET_OTHER_PORT", other_port.to_string())
+        .env("LITESET_SEEN", "acme")
+        .env("LITESET_UNSEEN", "bolt,cyan")
+        .env("LITESET_BROWSER_ARTIFACTS", &artifacts)
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(SCRIPT_TIMEOUT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("embedded.mjs did not finish in {SCRIPT_TIMEOUT:?}"))
+        .expect("running node (is it installed?)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("embedded: 2 passed, 0 failed"),
+        "the embedded browser test failed ({}); screenshots in {}\n{stdout}\n{stderr}\n--- server log ---\n{}",
+        out.status,
+        artifacts.display(),
+        server.logs()
+    );
+}
+
 async fn run_browser(meta: Metadata) {
     let Some(frontend) = std::env::var_os("LITESET_TEST_FRONTEND_DIR").filter(|d| !d.is_empty())
     else {

@@ -12,6 +12,8 @@ mod common;
 mod engines;
 #[path = "security/exposure.rs"]
 mod exposure;
+#[path = "security/guest.rs"]
+mod guest;
 #[path = "security/imports.rs"]
 mod imports;
 #[path = "security/matrix.rs"]

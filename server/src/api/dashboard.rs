@@ -1067,13 +1067,13 @@ impl EmbeddedApi {
         auth: Auth,
         uuid: Path<String>,
     ) -> Result<Json<ResultOf<EmbeddedConfig>>, ApiError> {
-        self.state
-            .auth
-            .authorize(&auth.principal, "can_read", "Dashboard")
-            .await?;
-        Ok(ResultOf::json(
-            embedded_config(&self.state, None, Some(&uuid.0)).await?,
-        ))
+        // Superset's `EmbeddedDashboardRestApi`: `can_read` on EmbeddedDashboard; and, as for
+        // the dashboard's own `/embedded`, only for a dashboard the caller may open.
+        let user =
+            resource::authorized(&self.state, &auth, "can_read", "EmbeddedDashboard").await?;
+        let config = embedded_config(&self.state, None, Some(&uuid.0)).await?;
+        crate::services::dashboard::resolve(&self.state, &config.dashboard_id, &user).await?;
+        Ok(ResultOf::json(config))
     }
 }
 

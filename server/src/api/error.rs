@@ -541,7 +541,9 @@ impl From<auth::Error> for ApiError {
                 msg,
             ),
             e @ E::UserNotLoaded { .. } => ApiError::msg(Fault::Unauthorized, e.to_string()),
-            E::BadCredentials => ApiError::message(Fault::Unauthorized, "Not authorized"),
+            E::BadCredentials | E::InvalidGuestToken => {
+                ApiError::message(Fault::Unauthorized, "Not authorized")
+            }
             E::Forbidden => ApiError::message(Fault::Forbidden, "Forbidden"),
             e @ E::TooManyAttempts { retry_after_secs } => ApiError {
                 retry_after: Some(retry_after_secs),
@@ -782,6 +784,13 @@ impl From<crate::services::Error> for ApiError {
                 engine_error(Fault::BadRequest, engine, &error)
             }
             E::DashboardForbidden => ApiError::sip40(
+                Fault::Forbidden,
+                "DASHBOARD_SECURITY_ACCESS_ERROR",
+                text,
+                json!({}),
+            ),
+            E::EmbeddedNotFound => ApiError::message(Fault::BadRequest, text),
+            E::GuestPayloadModified => ApiError::sip40(
                 Fault::Forbidden,
                 "DASHBOARD_SECURITY_ACCESS_ERROR",
                 text,

@@ -39,7 +39,21 @@ pub fn session(req: &Request, state: &AppState) -> Option<SessionData> {
     cookie(req, SESSION_COOKIE).and_then(|c| state.auth.sessions().decode_session(c))
 }
 
-/// Who is calling, from the session cookie (first, as FAB does) or a Bearer token.
+/// The guest token a request carries (`embedded.guest_token_header_name`), when embedding is
+/// on.
+pub fn guest_token<'a>(req: &'a Request, state: &AppState) -> Option<&'a str> {
+    let cfg = &state.config.embedded;
+    if !cfg.enabled {
+        return None;
+    }
+    req.headers()
+        .get(cfg.guest_token_header_name.as_str())
+        .and_then(|v| v.to_str().ok())
+        .filter(|t| !t.is_empty())
+}
+
+/// Who is calling, from the session cookie (first, as FAB does), a guest token or a Bearer
+/// token.
 pub async fn authenticate(
     req: &Request,
     state: &AppState,
@@ -49,7 +63,10 @@ pub async fn authenticate(
         .headers()
         .get(poem::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    let principal = state.auth.authenticate(session, authorization).await;
+    let principal = state
+        .auth
+        .authenticate(session, authorization, guest_token(req, state))
+        .await;
     if let Some(u) = principal.user() {
         tracing::Span::current().record("user_id", u.user.id);
     }

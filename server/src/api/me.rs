@@ -41,13 +41,20 @@ pub struct MeRoles {
     username: String,
     first_name: String,
     last_name: String,
-    user_id: i64,
+    /// Absent for a guest (an embedded dashboard's visitor), as in Superset.
+    #[oai(skip_serializing_if_is_none)]
+    user_id: Option<i64>,
     is_active: bool,
     is_anonymous: bool,
-    /// ISO timestamp.
-    created_on: String,
-    email: String,
-    login_count: i64,
+    /// ISO timestamp; absent for a guest.
+    #[oai(skip_serializing_if_is_none)]
+    created_on: Option<String>,
+    /// Absent for a guest.
+    #[oai(skip_serializing_if_is_none)]
+    email: Option<String>,
+    /// Absent for a guest.
+    #[oai(skip_serializing_if_is_none)]
+    login_count: Option<i64>,
     /// Role name → list of `[permission, view_menu]` pairs.
     roles: Any<BTreeMap<String, Vec<[String; 2]>>>,
     /// `datasource_access` and `database_access` → granted view menus.
@@ -102,17 +109,20 @@ impl MeApi {
         let cu = current(&auth.principal)?;
         let (roles, permissions) = super::shell::roles_and_permissions(&self.state, cu).await?;
         let u = &cu.user;
+        // Superset's `bootstrap_user_data` gives a guest only its names and flags.
+        let stored = cu.guest.is_none();
         Ok(Json(MeRolesResponse {
             result: MeRoles {
                 username: u.username.clone(),
                 first_name: u.first_name.clone(),
                 last_name: u.last_name.clone(),
-                user_id: u.id,
+                user_id: stored.then_some(u.id),
                 is_active: u.active,
                 is_anonymous: false,
-                created_on: u.created_on.format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
-                email: u.email.clone(),
-                login_count: u.login_count,
+                created_on: stored
+                    .then(|| u.created_on.format("%Y-%m-%dT%H:%M:%S%.6f").to_string()),
+                email: stored.then(|| u.email.clone()),
+                login_count: stored.then_some(u.login_count),
                 roles: Any(roles),
                 permissions: Any(permissions),
             },

@@ -14,6 +14,8 @@ use super::Tags;
 use super::error::{ApiError, Fault};
 use super::extract::{Auth, JsonBody};
 use super::session::{session_cookie, session_with_csrf};
+use crate::auth::{GuestResource, GuestRls, GuestUser};
+use crate::services::embedded::{self, GuestTokenRequest};
 use crate::state::AppState;
 
 /// Login request, as FAB's `SecurityApi.login` takes it.
@@ -62,6 +64,56 @@ enum CsrfResponse {
         Json<CsrfTokenResponse>,
         #[oai(header = "Set-Cookie")] String,
     ),
+}
+
+/// Superset's `UserSchema` of a guest token request (unknown keys ignored).
+#[derive(Debug, Default, Deserialize, Object)]
+pub struct GuestTokenUser {
+    /// Shown as the visitor's name.
+    username: Option<String>,
+    /// Given name.
+    first_name: Option<String>,
+    /// Family name.
+    last_name: Option<String>,
+}
+
+/// Superset's `ResourceSchema`: one dashboard the token grants.
+#[derive(Debug, Deserialize, Object)]
+pub struct GuestTokenResource {
+    /// `dashboard`.
+    #[serde(rename = "type")]
+    #[oai(rename = "type")]
+    kind: String,
+    /// The embedded dashboard's uuid (or the dashboard's id).
+    id: Any<Value>,
+}
+
+/// Superset's `RlsRuleSchema`: a clause, on one dataset or on all.
+#[derive(Debug, Deserialize, Object)]
+pub struct GuestTokenRls {
+    /// Dataset id; every dataset when absent.
+    dataset: Option<i64>,
+    /// The SQL predicate.
+    clause: String,
+}
+
+/// Superset's `GuestTokenCreateSchema`.
+#[derive(Debug, Deserialize, Object)]
+pub struct GuestTokenBody {
+    /// Who the visitor is.
+    #[serde(default)]
+    user: Option<GuestTokenUser>,
+    /// The dashboards the visitor may see.
+    resources: Vec<GuestTokenResource>,
+    /// Row-level clauses added for the visitor.
+    rls: Vec<GuestTokenRls>,
+}
+
+/// `{"token": ...}`.
+#[derive(Debug, Object)]
+pub struct GuestTokenResponse {
+    /// The guest token, for the embedding SDK's `fetchGuestToken`.
+    token: String,
 }
 
 /// Python's truthiness of a JSON value, which FAB applies to `refresh`.
@@ -131,6 +183,66 @@ impl SecurityApi {
             .and_then(|v| v.to_str().ok());
         let access_token = self.state.auth.refresh(authorization).await?;
         Ok(Json(RefreshResponse { access_token }))
+    }
+
+    /// Get a guest token for an embedded dashboard (needs `can_grant_guest_token`).
+    #[oai(
+        path = "/guest_token",
+        method = "post",
+        operation_id = "security_guest_token"
+    )]
+    async fn guest_token(
+        &self,
+        auth: Auth,
+        body: JsonBody<GuestTokenBody>,
+    ) -> Result<Json<GuestTokenResponse>, ApiError> {
+        let granter = super::resource::authorized(
+            &self.state,
+            &auth,
+            "can_grant_guest_token",
+            "SecurityRestApi",
+        )
+        .await?;
+        let b = body.0;
+        let mut resources = Vec::with_capacity(b.resources.len());
+        for (i, r) in b.resources.into_iter().enumerate() {
+            if r.kind != "dashboard" {
+                return Err(ApiError::fields(
+                    Fault::BadRequest,
+                    json!({"resources": {i.to_string(): {"type": ["Must be one of: dashboard."]}}}),
+                ));
+            }
+            let id = match r.id.0 {
+                Value::String(s) => s,
+                Value::Number(n) => n.to_string(),
+                _ => {
+                    return Err(ApiError::fields(
+                        Fault::BadRequest,
+                        json!({"resources": {i.to_string(): {"id": ["Not a valid string."]}}}),
+                    ));
+                }
+            };
+            resources.push(GuestResource { kind: r.kind, id });
+        }
+        let u = b.user.unwrap_or_default();
+        let req = GuestTokenRequest {
+            user: GuestUser {
+                username: u.username,
+                first_name: u.first_name,
+                last_name: u.last_name,
+            },
+            resources,
+            rls: b
+                .rls
+                .into_iter()
+                .map(|r| GuestRls {
+                    dataset: r.dataset,
+                    clause: r.clause,
+                })
+                .collect(),
+        };
+        let token = embedded::grant_guest_token(&self.state, &granter, req).await?;
+        Ok(Json(GuestTokenResponse { token }))
     }
 
     /// Get a CSRF token for writes; the response's `session` cookie must accompany it.

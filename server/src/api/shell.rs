@@ -62,9 +62,15 @@ pub fn escape_html(s: &str) -> String {
 }
 
 /// The shell page: Superset's `spa.html` layout with the `theme` bundle in the head, the
-/// bootstrap payload on `#app`, the CSRF token where the app looks for it, and the `spa`
-/// bundle at the end of the body.
-pub fn shell(fe: &Installed, title: &str, bootstrap: &Value, csrf_token: &str) -> String {
+/// bootstrap payload on `#app`, the CSRF token where the app looks for it, and the `entry`
+/// bundle (`spa`, or `embedded` for an embedded dashboard) at the end of the body.
+pub fn shell(
+    fe: &Installed,
+    title: &str,
+    bootstrap: &Value,
+    csrf_token: &str,
+    entry: &str,
+) -> String {
     let scripts = |entry: &str| {
         fe.bundle(entry)
             .js
@@ -73,7 +79,7 @@ pub fn shell(fe: &Installed, title: &str, bootstrap: &Value, csrf_token: &str) -
             .collect::<String>()
     };
     let styles = fe
-        .bundle("spa")
+        .bundle(entry)
         .css
         .iter()
         .map(|href| {
@@ -102,7 +108,7 @@ pub fn shell(fe: &Installed, title: &str, bootstrap: &Value, csrf_token: &str) -
 "#,
         title = escape_html(title),
         theme = scripts("theme"),
-        spa = scripts("spa"),
+        spa = scripts(entry),
         csrf = escape_html(csrf_token),
         bootstrap = escape_html(&bootstrap.to_string()),
     )
@@ -166,6 +172,22 @@ pub async fn roles_and_permissions(
     cu: &CurrentUser,
 ) -> Result<(BTreeMap<String, Vec<[String; 2]>>, Value), ApiError> {
     let mut roles = BTreeMap::new();
+    if cu.guest.is_some() {
+        // A guest holds exactly its computed grants, under its role's name.
+        let mut pvms: Vec<[String; 2]> = cu
+            .permissions
+            .iter()
+            .map(|(p, v)| [p.clone(), v.clone()])
+            .collect();
+        pvms.sort();
+        let name = cu.roles.first().map_or_else(
+            || state.config.embedded.guest_role_name.clone(),
+            |r| r.name.clone(),
+        );
+        roles.insert(name, pvms);
+        let permissions = json!({"datasource_access": [], "database_access": []});
+        return Ok((roles, permissions));
+    }
     for role in &cu.roles {
         let pvms = state.store.role_permissions(&role.name).await?;
         roles.insert(
@@ -406,7 +428,7 @@ pub async fn page(state: &AppState, req: &Request, principal: &Principal) -> Res
     let (token, cookie) = csrf_for(state, req);
     let body = match state.frontend.get() {
         Some(fe) => match bootstrap(state, principal).await {
-            Ok(payload) => shell(&fe, "Liteset", &payload, &token),
+            Ok(payload) => shell(&fe, "Liteset", &payload, &token, "spa"),
             Err(e) => return e.into_response(),
         },
         None => not_installed_page(state, ""),
@@ -451,6 +473,71 @@ pub async fn spa_page(req: &Request) -> Response {
             .finish();
     }
     page(&state, req, &auth).await
+}
+
+/// `GET /embedded/<uuid>`: a dashboard inside another site's page (Superset's `EmbeddedView`):
+/// the `embedded` bundle with the bootstrap Superset builds for it (no user: the visitor
+/// signs in with the guest token the embedding SDK hands over), framable by the dashboard's
+/// allowed domains only (`Content-Security-Policy: frame-ancestors`, besides Superset's
+/// `Referer` check), or by any site when it names none.
+#[handler]
+pub async fn embedded_page(
+    req: &Request,
+    poem::web::Path(uuid): poem::web::Path<String>,
+) -> Response {
+    let state = match extract::state(req) {
+        Ok(s) => s,
+        Err(e) => return e.into_response(),
+    };
+    let referrer = req
+        .headers()
+        .get(header::REFERER)
+        .and_then(|v| v.to_str().ok());
+    let page = match crate::services::embedded::embedded_page(&state, &uuid, referrer).await {
+        Ok(p) => p,
+        Err(e) => return ApiError::from(e).into_response(),
+    };
+    let policy = format!("frame-ancestors {}", frame_ancestors(&page.allowed_domains));
+    let Some(fe) = state.frontend.get() else {
+        return Response::builder()
+            .content_type("text/html; charset=utf-8")
+            .header(header::CONTENT_SECURITY_POLICY, policy)
+            .body(not_installed_page(&state, ""));
+    };
+    let mut common = common_payload(&state, None);
+    common["feature_flags"]["EMBEDDED_SUPERSET"] = json!(true);
+    let payload = json!({
+        "config": {"GUEST_TOKEN_HEADER_NAME": state.config.embedded.guest_token_header_name},
+        "common": common,
+        "embedded": {"dashboard_id": page.dashboard_id},
+    });
+    let (token, _) = csrf_for(&state, req);
+    Response::builder()
+        .content_type("text/html; charset=utf-8")
+        .header(header::CACHE_CONTROL, "no-store")
+        .header(header::CONTENT_SECURITY_POLICY, policy)
+        .body(shell(&fe, "Liteset", &payload, &token, "embedded"))
+}
+
+/// The `frame-ancestors` sources for allowed domains: each one's origin (anything that is not
+/// a URL with a host is dropped, so no entry can inject into the policy); `*` for none given,
+/// `'none'` when none of those given is usable.
+fn frame_ancestors(domains: &[String]) -> String {
+    if domains.is_empty() {
+        return "*".into();
+    }
+    let origins: Vec<String> = domains
+        .iter()
+        .filter_map(|d| url::Url::parse(d).ok())
+        .map(|u| u.origin())
+        .filter(url::Origin::is_tuple)
+        .map(|o| o.ascii_serialization())
+        .collect();
+    if origins.is_empty() {
+        "'none'".into()
+    } else {
+        origins.join(" ")
+    }
 }
 
 /// Webpack names long-term-cacheable files by content hash (`vendors.060463e7f705ce0eda57.entry.js`,

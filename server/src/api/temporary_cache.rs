@@ -103,13 +103,20 @@ pub fn field_error(field: &str, msg: &str) -> ApiError {
 
 /// The caller's user id (`None` for the anonymous Public user).
 pub fn owner(auth: &Auth) -> Option<i64> {
-    auth.principal.user().map(|u| u.user.id)
+    auth.principal
+        .user()
+        .filter(|u| u.guest.is_none())
+        .map(|u| u.user.id)
 }
 
 /// The key a browser tab reuses for one resource: the caller's login session, the tab and the
 /// resource, as Superset's `cache_key(session["_id"], tab_id, …)`.
 fn contextual(auth: &Auth, tab_id: &str, resource: &str) -> String {
     let session = auth.session.as_ref().map_or(0, |s| s.iat);
+    // Guests share no user id: each token is its own visitor.
+    if let Some(g) = auth.principal.user().and_then(|u| u.guest.as_ref()) {
+        return format!("guest-{}:{tab_id}:{resource}", g.key);
+    }
     let user = owner(auth).unwrap_or(0);
     format!("{user}:{session}:{tab_id}:{resource}")
 }

@@ -109,7 +109,7 @@ impl WebApi {
                 if let Some(e) = error {
                     payload["common"]["flash_messages"] = serde_json::json!([["danger", e]]);
                 }
-                shell::shell(&fe, "Liteset", &payload, &token)
+                shell::shell(&fe, "Liteset", &payload, &token, "spa")
             }
             None => login_page(&token, error, next),
         };

@@ -500,6 +500,46 @@ fn derived_role(name: &str) -> Option<&'static [Pvm]> {
         .map(|(_, pvms)| pvms.as_slice())
 }
 
+/// What viewing an embedded dashboard needs: a guest token grants it for the dashboards it
+/// names, whatever the guest role holds (reading the dashboard, its charts and their data, the
+/// CSRF token the app asks for, native filters' state and the SDK's permalinks).
+const GUEST_FLOOR: &[Pvm] = &[
+    ("can_read", "Dashboard"),
+    ("can_read", "Chart"),
+    ("can_read", "SecurityRestApi"),
+    ("can_read", "DashboardFilterStateRestApi"),
+    ("can_write", "DashboardFilterStateRestApi"),
+    ("can_read", "DashboardPermalinkRestApi"),
+    ("can_write", "DashboardPermalinkRestApi"),
+];
+
+/// What else a guest may be given through its role (`embedded.guest_role_name`): viewing
+/// powers only. Whatever the role holds beyond these (writes, SQL Lab, the catalog, other
+/// users' data) never reaches a guest, so naming a powerful role cannot open more than
+/// the embedded dashboards.
+const GUEST_CEILING: &[Pvm] = &[
+    ("can_csv", "Superset"),
+    ("can_share_dashboard", "Superset"),
+    ("can_share_chart", "Superset"),
+    ("can_view_chart_as_table", "Dashboard"),
+    ("can_view_query", "Dashboard"),
+];
+
+/// A guest's grants: the floor, plus the guest role's grants within the ceiling.
+pub fn guest_permissions(
+    role: &std::collections::HashSet<(String, String)>,
+) -> std::collections::HashSet<(String, String)> {
+    GUEST_FLOOR
+        .iter()
+        .chain(
+            GUEST_CEILING
+                .iter()
+                .filter(|(p, v)| role.contains(&((*p).to_owned(), (*v).to_owned()))),
+        )
+        .map(|(p, v)| ((*p).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 /// The pvms of each built-in role, computed from [`all_pvms`] with Superset's predicates.
 ///
 /// Public is empty unless `public_role_like` (Superset's `PUBLIC_ROLE_LIKE`) names one of the other

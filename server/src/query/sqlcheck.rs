@@ -769,6 +769,112 @@ pub fn split_statements(dialect: SqlDialect, sql: &str) -> Result<Vec<SqlStateme
     })
 }
 
+/// Superset's `RLS_IN_SQLLAB` (`RLSMethod.AS_SUBQUERY`): every table the script reads whose
+/// row filter `filter(schema, table)` names (the schema is the written one, else
+/// `default_schema`; names folded as the database folds them) is replaced by
+/// `(SELECT * FROM <table> WHERE <filter>) AS <alias or table>`, so no statement can read
+/// its rows unfiltered, however it spells the table. Statements without such a table are
+/// kept as written; the others are re-rendered. A script that does not parse is refused
+/// (nothing could be filtered in it).
+pub fn apply_row_filters(
+    dialect: SqlDialect,
+    sql: &str,
+    default_schema: Option<&str>,
+    filter: &dyn Fn(Option<&str>, &str) -> Option<String>,
+) -> Result<String, SqlError> {
+    struct Rewrite<'a> {
+        dialect: SqlDialect,
+        default_schema: Option<&'a str>,
+        filter: &'a dyn Fn(Option<&str>, &str) -> Option<String>,
+        changed: bool,
+        failed: Option<String>,
+    }
+    impl sqlparser::ast::VisitorMut for Rewrite<'_> {
+        type Break = ();
+        // After the children: the subquery put in place is not visited again.
+        fn post_visit_table_factor(&mut self, tf: &mut TableFactor) -> ControlFlow<()> {
+            let TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } = tf
+            else {
+                return ControlFlow::Continue(());
+            };
+            let parts: Vec<&sqlparser::ast::Ident> =
+                name.0.iter().filter_map(|p| p.as_ident()).collect();
+            let (schema, table) = match parts.as_slice() {
+                [t] => (
+                    self.default_schema.map(str::to_owned),
+                    fold(self.dialect, t),
+                ),
+                [.., s, t] => (Some(fold(self.dialect, s)), fold(self.dialect, t)),
+                [] => return ControlFlow::Continue(()),
+            };
+            let Some(predicate) = (self.filter)(schema.as_deref(), &table) else {
+                return ControlFlow::Continue(());
+            };
+            let text = format!("SELECT * FROM {name} WHERE {predicate}");
+            let subquery = match Parser::new(self.dialect.parser_dialect())
+                .try_with_sql(&text)
+                .and_then(|mut p| p.parse_query())
+            {
+                Ok(q) => q,
+                Err(e) => {
+                    self.failed = Some(e.to_string());
+                    return ControlFlow::Break(());
+                }
+            };
+            let alias = alias.clone().or_else(|| {
+                parts.last().map(|t| sqlparser::ast::TableAlias {
+                    explicit: true,
+                    name: (*t).clone(),
+                    columns: vec![],
+                    at: None,
+                })
+            });
+            *tf = TableFactor::Derived {
+                lateral: false,
+                subquery,
+                alias,
+                sample: None,
+            };
+            self.changed = true;
+            ControlFlow::Continue(())
+        }
+    }
+    guard(dialect, sql, || {
+        let script = parse_script(dialect, sql)?;
+        let mut out = Vec::with_capacity(script.statements.len());
+        for st in script.statements {
+            let mut ast = st.ast;
+            let mut v = Rewrite {
+                dialect,
+                default_schema,
+                filter,
+                changed: false,
+                failed: None,
+            };
+            let _ = sqlparser::ast::VisitMut::visit(&mut ast, &mut v);
+            if let Some(e) = v.failed {
+                return Err(SqlError::invalid(
+                    dialect,
+                    sql,
+                    format!("A row-level security clause does not parse: {e}"),
+                    None,
+                ));
+            }
+            out.push(if v.changed {
+                ast.to_string()
+            } else {
+                sql.get(st.start..st.end).unwrap_or_default().to_owned()
+            });
+        }
+        Ok(out.join(";\n"))
+    })
+}
+
 /// True if any statement of the script is not read-only: DML (`INSERT`, `UPDATE`, `DELETE`,
 /// `MERGE`, `COPY`), DDL (`CREATE`, `DROP`, `ALTER`, `TRUNCATE`, …), privileges (`GRANT`,
 /// `REVOKE`), session changes (`SET`, `SET ROLE`, `RESET`), transactions, `CALL`, SQLite

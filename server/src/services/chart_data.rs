@@ -194,6 +194,7 @@ async fn respond(
     if ctx.result_format == ResultFormat::Csv && !user.has("can_csv", "Superset") {
         return Err(crate::auth::Error::Forbidden.into());
     }
+    super::embedded::check_guest_request(state, user, raw, ctx.datasource_id).await?;
     let result_format = ctx.result_format;
     let answers = execute(state, user, ctx, raw, chart).await?.answers;
     shape(result_format, answers)

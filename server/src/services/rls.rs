@@ -42,11 +42,21 @@ pub async fn row_filters(
     dataset_id: i64,
 ) -> Result<Vec<RowFilter>, Error> {
     let rules = rules(state).await?;
-    if rules.is_empty() {
-        return Ok(Vec::new());
-    }
     let roles: Vec<i64> = user.roles.iter().map(|r| r.id).collect();
-    Ok(applicable(&rules, &roles, dataset_id))
+    let mut filters = applicable(&rules, &roles, dataset_id);
+    // A guest token's clauses (Superset's `get_guest_rls_filters`): each on its own, on its
+    // dataset or, without one, on every dataset.
+    if let Some(g) = &user.guest {
+        filters.extend(
+            g.rls
+                .iter()
+                .filter(|r| r.dataset.is_none_or(|d| d == dataset_id))
+                .map(|r| RowFilter {
+                    any_of: vec![r.clause.clone()],
+                }),
+        );
+    }
+    Ok(filters)
 }
 
 /// [`row_filters`] over given rules and role ids.

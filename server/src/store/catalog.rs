@@ -468,6 +468,21 @@ pub struct RlsRule {
     pub roles: Vec<i64>,
 }
 
+/// What a guest token reaches (Superset's `has_guest_access` and the dashboard path of
+/// `raise_for_access`): the dashboards it names, their charts, the datasets those charts and
+/// the dashboards' native filters read, and each native filter's targets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GuestReach {
+    /// Dashboards named by the token (by id or by their embedded uuid).
+    pub dashboards: Vec<i64>,
+    /// Charts on those dashboards.
+    pub charts: Vec<i64>,
+    /// Datasets of those charts and of the dashboards' native filters.
+    pub datasets: Vec<i64>,
+    /// Native filters of those dashboards: (filter id, dataset id, column name).
+    pub filters: Vec<(String, i64, String)>,
+}
+
 /// A dataset as row-level security rules show it.
 pub static DATASET_REF: Model = Model {
     table: "tables",
@@ -1034,6 +1049,112 @@ impl Store {
         Ok(uuid)
     }
 
+    /// The dashboards a guest token's resources name (each a dashboard id or an embedded
+    /// dashboard's uuid, as Superset's `has_guest_access` accepts both) and what they reach.
+    /// Keys naming nothing are skipped: the token grants only what exists.
+    pub async fn guest_reach(&self, keys: &[String]) -> Result<GuestReach> {
+        let mut reach = GuestReach::default();
+        for key in keys {
+            let by_id = match key.parse::<i64>() {
+                Ok(id) => self
+                    .db()
+                    .query_opt("SELECT id FROM dashboards WHERE id = $1", params![id])
+                    .await?
+                    .map(|r| r.get::<i64>("id"))
+                    .transpose()?,
+                Err(_) => None,
+            };
+            let id = match by_id {
+                Some(id) => Some(id),
+                None => self
+                    .db()
+                    .query_opt(
+                        "SELECT dashboard_id FROM embedded_dashboards WHERE uuid = $1",
+                        params![key.as_str()],
+                    )
+                    .await?
+                    .map(|r| r.get::<i64>("dashboard_id"))
+                    .transpose()?,
+            };
+            if let Some(id) = id
+                && !reach.dashboards.contains(&id)
+            {
+                reach.dashboards.push(id);
+            }
+        }
+        for &d in &reach.dashboards {
+            for r in self
+                .db()
+                .query(
+                    "SELECT s.id, s.datasource_id FROM dashboard_slices ds JOIN slices s \
+                     ON s.id = ds.slice_id WHERE ds.dashboard_id = $1",
+                    params![d],
+                )
+                .await?
+            {
+                let chart: i64 = r.get("id")?;
+                if !reach.charts.contains(&chart) {
+                    reach.charts.push(chart);
+                }
+                if let Some(ds) = r.get::<Option<i64>>("datasource_id")?
+                    && !reach.datasets.contains(&ds)
+                {
+                    reach.datasets.push(ds);
+                }
+            }
+            let meta = self
+                .db()
+                .query_opt(
+                    "SELECT json_metadata FROM dashboards WHERE id = $1",
+                    params![d],
+                )
+                .await?
+                .map(|r| r.get::<Option<String>>("json_metadata"))
+                .transpose()?
+                .flatten()
+                .unwrap_or_default();
+            let meta: serde_json::Value = serde_json::from_str(&meta).unwrap_or_default();
+            for f in meta["native_filter_configuration"]
+                .as_array()
+                .into_iter()
+                .flatten()
+            {
+                let Some(fid) = f["id"].as_str() else {
+                    continue;
+                };
+                for t in f["targets"].as_array().into_iter().flatten() {
+                    let Some(ds) = t["datasetId"].as_i64() else {
+                        continue;
+                    };
+                    let column = t["column"]["name"].as_str().unwrap_or_default();
+                    reach.filters.push((fid.to_owned(), ds, column.to_owned()));
+                    if !reach.datasets.contains(&ds) {
+                        reach.datasets.push(ds);
+                    }
+                }
+            }
+        }
+        Ok(reach)
+    }
+
+    /// A database's physical datasets (no SQL of their own): (id, schema, table name), what
+    /// SQL Lab's row-level filtering matches tables against.
+    pub async fn physical_datasets(
+        &self,
+        database_id: i64,
+    ) -> Result<Vec<(i64, Option<String>, String)>> {
+        self.db()
+            .query(
+                "SELECT id, schema, table_name FROM tables WHERE database_id = $1 \
+                 AND (sql IS NULL OR sql = '')",
+                params![database_id],
+            )
+            .await?
+            .iter()
+            .map(|r| Ok((r.get("id")?, r.get("schema")?, r.get("table_name")?)))
+            .collect()
+    }
+
     /// Every row-level security rule with its datasets and roles, as queries apply them.
     pub async fn rls_rules(&self) -> Result<Vec<RlsRule>> {
         let rows = self
@@ -1368,6 +1489,8 @@ pub struct Grants {
     pub datasource_perms: Vec<String>,
     /// The user, whose owned datasets are also accessible.
     pub user_id: Option<i64>,
+    /// A guest (embedded) caller: only what the token reaches, whatever else is set.
+    pub guest: Option<std::sync::Arc<GuestReach>>,
 }
 
 impl Grants {
@@ -1407,8 +1530,15 @@ fn dataset_cond(g: &Grants, alias: &str) -> Pred {
     Pred::Or(any)
 }
 
+fn id_list(ids: &[i64]) -> Pred {
+    Pred::in_list("t.id", ids.iter().map(|i| Value::Int(*i)).collect(), false)
+}
+
 /// Datasets the grants reach (Superset's `DatasourceFilter`).
 pub fn dataset_scope(g: &Grants) -> Pred {
+    if let Some(r) = &g.guest {
+        return id_list(&r.datasets);
+    }
     if g.all {
         return Pred::all();
     }
@@ -1439,6 +1569,9 @@ fn exists_dataset(g: &Grants, join: &str) -> Pred {
 
 /// Charts whose dataset the grants reach (Superset's `ChartFilter`).
 pub fn chart_scope(g: &Grants) -> Pred {
+    if let Some(r) = &g.guest {
+        return id_list(&r.charts);
+    }
     if g.all {
         return Pred::all();
     }
@@ -1447,6 +1580,10 @@ pub fn chart_scope(g: &Grants) -> Pred {
 
 /// Databases granted whole, or holding a reachable dataset (Superset's `DatabaseFilter`).
 pub fn database_scope(g: &Grants) -> Pred {
+    if g.guest.is_some() {
+        // A guest reads data only through its dashboards' charts, never a database.
+        return Pred::none();
+    }
     if g.all {
         return Pred::all();
     }
@@ -1463,6 +1600,9 @@ pub fn database_scope(g: &Grants) -> Pred {
 /// Dashboards the user owns, or published ones with a chart on a reachable dataset
 /// (Superset's `DashboardAccessFilter`); admins see all.
 pub fn dashboard_scope(g: &Grants, admin: bool) -> Pred {
+    if let Some(r) = &g.guest {
+        return id_list(&r.dashboards);
+    }
     if admin {
         return Pred::all();
     }

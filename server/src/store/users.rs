@@ -245,6 +245,23 @@ impl Store {
             .collect()
     }
 
+    /// A role by its name, if it exists.
+    pub async fn role_by_name(&self, name: &str) -> Result<Option<Role>> {
+        self.db
+            .query_opt(
+                "SELECT id, name FROM ab_role WHERE name = $1",
+                params![name],
+            )
+            .await?
+            .map(|r| {
+                Ok(Role {
+                    id: r.get("id")?,
+                    name: r.get("name")?,
+                })
+            })
+            .transpose()
+    }
+
     /// The (permission, view_menu) pairs a role holds, sorted.
     pub async fn role_permissions(&self, role: &str) -> Result<Vec<(String, String)>> {
         self.db

@@ -227,6 +227,43 @@ async fn run_rows(rows: &[Row], users: &[(&str, &Api, bool)]) -> Vec<String> {
     failures
 }
 
+/// The rows again for a guest (an embedded dashboard's visitor whose token names a dashboard
+/// holding only the granted chart): nothing but reads may succeed, no answer is a 5xx or a 401
+/// (the token is valid), and none carries the ungranted table, its value, the hidden database
+/// or the password.
+async fn run_guest(rows: &[Row], guest: &Api) -> Vec<String> {
+    let mut failures = Vec::new();
+    for r in rows {
+        let (s, body) = guest.call(r.method.clone(), &r.path, r.body.as_ref()).await;
+        let what = format!("{} {} as a guest", r.method, r.path);
+        let text = body.to_string();
+        if s.is_server_error() || s == StatusCode::UNAUTHORIZED {
+            failures.push(format!(
+                "{what}: {s} {}",
+                text.chars().take(300).collect::<String>()
+            ));
+        }
+        if r.method != Method::GET && s.is_success() {
+            failures.push(format!("{what}: a guest's {s} write"));
+        }
+        if !s.is_success() && !is_envelope(&body) {
+            failures.push(format!("{what}: {s} outside Superset's envelope: {text}"));
+        }
+        let hidden: &[&str] = if s.is_success() {
+            &[HIDDEN_TABLE, HIDDEN_VALUE, HIDDEN_DB, PASSWORD]
+        } else {
+            &[HIDDEN_VALUE, PASSWORD]
+        };
+        if hidden.iter().any(|h| text.contains(h)) {
+            failures.push(format!(
+                "{what}: {s} leaks: {}",
+                text.chars().take(300).collect::<String>()
+            ));
+        }
+    }
+    failures
+}
+
 both_backends! {
     async fn isolation_matrix(meta: Metadata) {
         matrix(meta, false).await;
@@ -301,7 +338,14 @@ async fn matrix(meta: Metadata, imports: bool) {
             json!({"dashboard_title": "Empty", "slug": "empty", "published": true}),
         )
         .await;
-        for (chart, dashboards) in [(ca, json!([dp, du])), (ch, json!([dp, dx]))] {
+        // The guest's dashboard: a draft holding the granted chart only, embedded.
+        let dg = created(
+            &admin,
+            "/api/v1/dashboard/",
+            json!({"dashboard_title": "Guest", "slug": "guest", "published": false}),
+        )
+        .await;
+        for (chart, dashboards) in [(ca, json!([dp, du, dg])), (ch, json!([dp, dx]))] {
             let (s, r) = admin
                 .put(
                     &format!("/api/v1/chart/{chart}"),
@@ -671,6 +715,24 @@ async fn matrix(meta: Metadata, imports: bool) {
         ];
         if !imports {
             failures.extend(run_rows(&rows, &users).await);
+            // An embedded dashboard's visitor, with a guest token for the guest dashboard.
+            let (st, e) = admin
+                .post(
+                    &format!("/api/v1/dashboard/{dg}/embedded"),
+                    json!({"allowed_domains": []}),
+                )
+                .await;
+            assert_eq!(st, StatusCode::OK, "{e}");
+            let (st, t) = admin
+                .post(
+                    "/api/v1/security/guest_token/",
+                    json!({"resources": [{"type": "dashboard", "id": e["result"]["uuid"]}],
+                           "rls": []}),
+                )
+                .await;
+            assert_eq!(st, StatusCode::OK, "{t}");
+            let guest = Api::guest(&server, t["token"].as_str().unwrap());
+            failures.extend(run_guest(&rows, &guest).await);
 
             // Lists: counts, not only absent names.
             for (name, api) in [("gina", &g), ("sam", &s_)] {

@@ -21,7 +21,7 @@ use serde_json::{Value, json};
 use super::common::{permission, role_id};
 
 /// (id, tenant, region, amount, year).
-const ROWS: &[(i64, &str, &str, i64, i32)] = &[
+pub(super) const ROWS: &[(i64, &str, &str, i64, i32)] = &[
     (1, "acme", "north", 10, 2024),
     (2, "acme", "south", 20, 2024),
     (3, "bolt", "north", 30, 2024),
@@ -62,14 +62,14 @@ fn expected(roles: &[&str]) -> Vec<i64> {
         .collect()
 }
 
-struct Tenants {
+pub(super) struct Tenants {
     /// Kept running for the test's length.
-    _server: TestServer,
-    admin: Api,
-    users: Vec<(&'static str, &'static [&'static str], Api)>,
-    dataset: i64,
+    pub(super) server: TestServer,
+    pub(super) admin: Api,
+    pub(super) users: Vec<(&'static str, &'static [&'static str], Api)>,
+    pub(super) dataset: i64,
     /// Role ids by name.
-    roles: Vec<(&'static str, i64)>,
+    pub(super) roles: Vec<(&'static str, i64)>,
 }
 
 impl Tenants {
@@ -83,6 +83,11 @@ impl Tenants {
 }
 
 async fn tenants(meta: Metadata) -> Tenants {
+    tenants_with(meta, &[]).await
+}
+
+/// [`tenants`] on a server started with extra environment variables.
+pub(super) async fn tenants_with(meta: Metadata, env: &[(&str, &str)]) -> Tenants {
     let url = pg().await.fresh_database().await;
     let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
         .await
@@ -100,11 +105,11 @@ async fn tenants(meta: Metadata) -> Tenants {
         ))
         .await
         .expect("orders");
-    let server = TestServer::builder()
-        .metadata(meta)
-        .start()
-        .await
-        .expect("server");
+    let mut builder = TestServer::builder().metadata(meta);
+    for (k, v) in env {
+        builder = builder.env(*k, *v);
+    }
+    let server = builder.start().await.expect("server");
     let admin = Api::login(&server, "admin", ADMIN_PASSWORD).await;
     let (s, db) = admin
         .post(
@@ -168,7 +173,7 @@ async fn tenants(meta: Metadata) -> Tenants {
         ));
     }
     Tenants {
-        _server: server,
+        server,
         admin,
         users,
         dataset,
@@ -222,7 +227,7 @@ fn context(dataset: i64, result_type: &str, result_format: &str, queries: Value)
 }
 
 /// The sorted `id`s of a JSON answer's first result.
-fn ids(body: &Value) -> Vec<i64> {
+pub(super) fn ids(body: &Value) -> Vec<i64> {
     let mut ids: Vec<i64> = body["result"][0]["data"]
         .as_array()
         .unwrap_or_else(|| panic!("no data: {body}"))
@@ -735,5 +740,77 @@ both_backends! {
             let (s, _) = t.admin.delete(&format!("/api/v1/rowlevelsecurity/{rule}")).await;
             assert_eq!(s, StatusCode::OK);
         }
+    }
+}
+
+both_backends! {
+    /// With `query.rls_in_sqllab` on (Superset's `RLS_IN_SQLLAB`), SQL Lab reads a table that
+    /// a dataset with rules covers through the caller's rules, however the script spells the
+    /// table (schema, case, quotes, alias, sub-query, CTE, join, union).
+    async fn sql_lab_reads_covered_tables_through_the_rules_when_configured(meta: Metadata) {
+        let t = tenants_with(meta, &[("LITESET_QUERY__RLS_IN_SQLLAB", "true")]).await;
+        create_rules(&t).await;
+        let (_, ds) = t.admin.get(&format!("/api/v1/dataset/{}", t.dataset)).await;
+        let db = ds["result"]["database"]["id"].as_i64().expect("database id");
+        let roles = vec![
+            role_id(&t.admin, "Gamma").await,
+            role_id(&t.admin, "sql_lab").await,
+            t.role("reader"),
+            t.role("ta"),
+        ];
+        let (s, u) = t
+            .admin
+            .post(
+                "/api/v1/security/users/",
+                json!({"username": "ann", "first_name": "Ann", "last_name": "A",
+                       "email": "ann@example.com", "password": "tenant-pass-123",
+                       "roles": roles, "active": true}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{u}");
+        let ann = Api::login(&t.server, "ann", "tenant-pass-123").await;
+        let rows = |body: &Value| -> Vec<i64> {
+            let mut v: Vec<i64> = body["data"]
+                .as_array()
+                .unwrap_or_else(|| panic!("no data: {body}"))
+                .iter()
+                .map(|r| r["id"].as_i64().expect("id"))
+                .collect();
+            v.sort_unstable();
+            v
+        };
+        for sql in [
+            "SELECT id FROM orders ORDER BY id",
+            "select id from PUBLIC.ORDERS order by 1",
+            r#"SELECT o.id FROM "orders" AS o ORDER BY o.id"#,
+            "SELECT id FROM (SELECT * FROM public.orders) x ORDER BY id",
+            "WITH a AS (SELECT id FROM orders) SELECT id FROM a ORDER BY id",
+            "SELECT id FROM orders WHERE tenant = 'bolt' UNION SELECT id FROM orders ORDER BY 1",
+            "SELECT a.id FROM orders a JOIN public.orders b ON a.id = b.id ORDER BY 1",
+            "SELECT id FROM orders WHERE id IN (SELECT id FROM orders WHERE tenant <> 'acme') \
+             OR tenant = 'acme'",
+        ] {
+            let (s, r) = ann
+                .post(
+                    "/api/v1/sqllab/execute/",
+                    json!({"database_id": db, "sql": sql, "runAsync": false}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::OK, "{sql}: {r}");
+            assert_eq!(rows(&r), expected(&["ta"]), "{sql}");
+            // The run records the filtered statement it executed.
+            let executed = r["query"]["executedSql"].as_str().unwrap_or_default();
+            assert!(executed.contains("tenant = 'acme'"), "{sql}: {executed}");
+        }
+        // The Base rule ("1 = 0" outside ta, tb, auditor) holds for the administrator too.
+        let (s, r) = t
+            .admin
+            .post(
+                "/api/v1/sqllab/execute/",
+                json!({"database_id": db, "sql": "SELECT id FROM orders", "runAsync": false}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        assert_eq!(rows(&r), Vec::<i64>::new());
     }
 }
