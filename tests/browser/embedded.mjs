@@ -48,6 +48,7 @@ const SDK = fs.readFileSync(require.resolve('@superset-ui/embedded-sdk/bundle/in
 /** The host page: the SDK embeds the dashboard, and the token comes from "our backend". */
 function hostPage() {
   return `<!doctype html><html><head><meta charset="utf-8"><title>Host app</title>
+<style>#mount iframe{width:1200px;height:760px;border:1px solid #ccc}</style>
 <script src="/sdk.js"></script></head>
 <body><h1>Customer portal</h1><div id="mount" style="width:1200px;height:800px"></div>
 <script>
