@@ -636,6 +636,7 @@ impl TestServer {
         reqwest::Client::builder()
             .cookie_store(true)
             .redirect(reqwest::redirect::Policy::none())
+            .pool_idle_timeout(CLIENT_IDLE)
             .build()
             .expect("building a reqwest client")
     }
@@ -871,6 +872,12 @@ macro_rules! both_backends {
     };
 }
 
+/// How long the test clients keep an idle connection: well under the server's idle limit
+/// (`http.read_timeout_secs`, 30 s by default), so a test that pauses (building a fixture
+/// plugin on a cold cache) never sends on a connection the server is closing at that moment
+/// (hyper's `IncompleteMessage`).
+const CLIENT_IDLE: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// How [`Api::guest`] marks its token (a JWT never contains a space).
 const GUEST_PREFIX: &str = "guest ";
 
@@ -892,6 +899,7 @@ impl Api {
     pub async fn login(server: &TestServer, user: &str, password: &str) -> Api {
         let client = reqwest::Client::builder()
             .cookie_store(true)
+            .pool_idle_timeout(CLIENT_IDLE)
             .build()
             .expect("HTTP client");
         let tokens = login(&client, server.base_url(), user, password).await;
@@ -913,7 +921,10 @@ impl Api {
     /// sends it from its third-party frame.
     pub fn guest(server: &TestServer, guest_token: &str) -> Api {
         Api {
-            client: reqwest::Client::new(),
+            client: reqwest::Client::builder()
+                .pool_idle_timeout(CLIENT_IDLE)
+                .build()
+                .expect("HTTP client"),
             base: server.base_url().to_owned(),
             token: format!("{GUEST_PREFIX}{guest_token}"),
             csrf: String::new(),
