@@ -66,7 +66,8 @@ fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// The browser test's common parts: the frontend, the script folder.
+/// What every browser test needs, checked: the installed frontend
+/// (`LITESET_TEST_FRONTEND_DIR`) and `tests/browser` with its node_modules.
 fn browser_setup() -> (std::ffi::OsString, PathBuf) {
     let Some(frontend) = std::env::var_os("LITESET_TEST_FRONTEND_DIR").filter(|d| !d.is_empty())
     else {
@@ -75,16 +76,22 @@ fn browser_setup() -> (std::ffi::OsString, PathBuf) {
              chromium, the script's node_modules and the Superset frontend)"
         );
     };
+    // The runtime value first: worktrees sharing one target dir share compiled tests.
     let tests_dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
     let browser_dir = tests_dir.join("browser");
+    for package in ["playwright-core", "@superset-ui/embedded-sdk"] {
+        assert!(
+            browser_dir.join("node_modules").join(package).is_dir(),
+            "{}/node_modules/{package} is missing: run `bash tests/run` (it runs `npm ci` there)",
+            browser_dir.display()
+        );
+    }
     assert!(
-        browser_dir
-            .join("node_modules/@superset-ui/embedded-sdk")
-            .is_dir(),
-        "{}/node_modules is missing: run `bash tests/run` (it runs `npm ci` there)",
-        browser_dir.display()
+        Path::new(&frontend).is_dir(),
+        "LITESET_TEST_FRONTEND_DIR={} is not a directory: `liteset frontend install` it first",
+        Path::new(&frontend).display()
     );
     (frontend, browser_dir)
 }
@@ -209,28 +216,7 @@ async fn embedded_dashboard_in_another_site_with_a_guest_token() {
 }
 
 async fn run_browser(meta: Metadata) {
-    let Some(frontend) = std::env::var_os("LITESET_TEST_FRONTEND_DIR").filter(|d| !d.is_empty())
-    else {
-        panic!(
-            "LITESET_TEST_FRONTEND_DIR is not set: run the tests with `bash tests/run` (it installs \
-             chromium, the script's node_modules and the Superset frontend)"
-        );
-    };
-    // The runtime value first: worktrees sharing one target dir share compiled tests.
-    let tests_dir = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let browser_dir = tests_dir.join("browser");
-    assert!(
-        browser_dir.join("node_modules/playwright-core").is_dir(),
-        "{}/node_modules is missing: run `bash tests/run` (it runs `npm ci` there)",
-        browser_dir.display()
-    );
-    assert!(
-        Path::new(&frontend).is_dir(),
-        "LITESET_TEST_FRONTEND_DIR={} is not a directory: `liteset frontend install` it first",
-        Path::new(&frontend).display()
-    );
+    let (frontend, browser_dir) = browser_setup();
 
     let server = TestServer::builder()
         .metadata(meta)

@@ -41,12 +41,11 @@ pub async fn grant_guest_token(
     }
     let scope = catalog::dashboard_scope(granter.grants(), granter.is_admin());
     for r in &req.resources {
-        let reach = state.store.guest_reach(std::slice::from_ref(&r.id)).await?;
-        let mut found = false;
-        for &d in &reach.dashboards {
-            found = state.store.matches(&DASHBOARD, d, &scope).await?;
-        }
-        if !found {
+        let reachable = match state.store.dashboard_for_key(&r.id).await? {
+            Some(d) => state.store.matches(&DASHBOARD, d, &scope).await?,
+            None => false,
+        };
+        if !reachable {
             return Err(Error::EmbeddedNotFound);
         }
     }

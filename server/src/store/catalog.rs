@@ -1049,34 +1049,35 @@ impl Store {
         Ok(uuid)
     }
 
+    /// The dashboard a guest token's resource names: a dashboard id, else an embedded
+    /// dashboard's uuid (Superset's `validate_guest_token_resources` and `has_guest_access`
+    /// accept both).
+    pub async fn dashboard_for_key(&self, key: &str) -> Result<Option<i64>> {
+        if let Ok(id) = key.parse::<i64>()
+            && let Some(r) = self
+                .db()
+                .query_opt("SELECT id FROM dashboards WHERE id = $1", params![id])
+                .await?
+        {
+            return Ok(Some(r.get("id")?));
+        }
+        self.db()
+            .query_opt(
+                "SELECT dashboard_id FROM embedded_dashboards WHERE uuid = $1",
+                params![key],
+            )
+            .await?
+            .map(|r| r.get::<i64>("dashboard_id"))
+            .transpose()
+    }
+
     /// The dashboards a guest token's resources name (each a dashboard id or an embedded
     /// dashboard's uuid, as Superset's `has_guest_access` accepts both) and what they reach.
     /// Keys naming nothing are skipped: the token grants only what exists.
     pub async fn guest_reach(&self, keys: &[String]) -> Result<GuestReach> {
         let mut reach = GuestReach::default();
         for key in keys {
-            let by_id = match key.parse::<i64>() {
-                Ok(id) => self
-                    .db()
-                    .query_opt("SELECT id FROM dashboards WHERE id = $1", params![id])
-                    .await?
-                    .map(|r| r.get::<i64>("id"))
-                    .transpose()?,
-                Err(_) => None,
-            };
-            let id = match by_id {
-                Some(id) => Some(id),
-                None => self
-                    .db()
-                    .query_opt(
-                        "SELECT dashboard_id FROM embedded_dashboards WHERE uuid = $1",
-                        params![key.as_str()],
-                    )
-                    .await?
-                    .map(|r| r.get::<i64>("dashboard_id"))
-                    .transpose()?,
-            };
-            if let Some(id) = id
+            if let Some(id) = self.dashboard_for_key(key).await?
                 && !reach.dashboards.contains(&id)
             {
                 reach.dashboards.push(id);

@@ -370,6 +370,26 @@ both_backends! {
             assert_eq!(s, StatusCode::UNAUTHORIZED, "{what}: {r}");
             assert!(r.get("msg").is_some() || r.get("message").is_some(), "{what}: {r}");
         }
+        // A guest header switches CSRF off only for the guest it authenticates: with a
+        // Bearer token beside a bad (or empty-looking) guest token and no CSRF token, the
+        // caller is the refused guest, not the Bearer user, and nothing is written.
+        for junk in ["garbage", " ", &forge(claims(now - 5.0, AUDIENCE, "guest"), SECRET)] {
+            let resp = reqwest::Client::new()
+                .post(w.t.server.url("/api/v1/dashboard/"))
+                .bearer_auth(&w.t.admin.token)
+                .header("X-GuestToken", junk)
+                .json(&json!({"dashboard_title": "csrf-smuggled"}))
+                .send()
+                .await
+                .unwrap();
+            assert!(resp.status().is_client_error(), "{junk:?}: {}", resp.status());
+        }
+        let (_, l) = w
+            .t
+            .admin
+            .get("/api/v1/dashboard/?q=(filters:!((col:dashboard_title,opr:ct,value:smuggled)))")
+            .await;
+        assert_eq!(l["count"], 0, "{l}");
         // A login token is no guest token, nor the other way round.
         let (s, _) = Api::guest(&w.t.server, &w.t.admin.token)
             .get(&format!("/api/v1/dashboard/{}", w.dash_a))
