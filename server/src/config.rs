@@ -367,6 +367,16 @@ pub struct QueryConfig {
     /// covers through those rules (the table replaced by a filtered subquery). Off, as in
     /// Superset: SQL Lab users are trusted with their databases.
     pub rls_in_sqllab: bool,
+    /// Superset's `ENABLE_TEMPLATE_PROCESSING`: Jinja templates in dataset SQL, SQL
+    /// expressions and SQL Lab are rendered (sandboxed, see `query/template.rs`). Off, as in
+    /// Superset; while off, SQL holding template syntax is refused with a 400 naming this
+    /// switch instead of reaching the database raw.
+    pub template_processing: bool,
+    /// Work one template render may do (minijinja fuel: about one unit per instruction or per
+    /// 64 bytes created), which bounds its time and memory.
+    pub template_fuel: u64,
+    /// The most bytes one rendered template may produce.
+    pub template_max_bytes: u64,
     /// Per-database overrides, keyed by `database_name`.
     pub databases: std::collections::BTreeMap<String, DatabaseOverrides>,
 }
@@ -389,6 +399,9 @@ impl Default for QueryConfig {
             sqllab_results_ttl_secs: 86_400,
             max_result_bytes: crate::engines::DEFAULT_MAX_RESULT_BYTES as u64,
             rls_in_sqllab: false,
+            template_processing: false,
+            template_fuel: 500_000,
+            template_max_bytes: 1 << 20,
             databases: Default::default(),
         }
     }
@@ -736,6 +749,13 @@ impl Config {
         }
         if p.max_memory_mb > 4_096 {
             problems.push("plugins.max_memory_mb: at most 4096 (a wasm32 memory's size)".into());
+        }
+        let q = &self.query;
+        if !(1_000..=100_000_000).contains(&q.template_fuel) {
+            problems.push("query.template_fuel: must be between 1000 and 100000000".into());
+        }
+        if !(1_024..=64 << 20).contains(&q.template_max_bytes) {
+            problems.push("query.template_max_bytes: must be between 1024 and 67108864".into());
         }
         if p.max_concurrent_calls == 0 || p.max_concurrent_calls > 1_000 {
             problems.push("plugins.max_concurrent_calls: must be between 1 and 1000".into());

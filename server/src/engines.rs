@@ -964,6 +964,26 @@ impl Dialect {
         }
     }
 
+    /// Superset's `convert_dttm(target_type, dttm)`: the literal of `dt` for a column of
+    /// `target_type`, or `None` when the engine has no conversion for that type (the
+    /// `get_time_filter` macro's `from_expr`/`to_expr`).
+    pub fn convert_dttm(self, dt: chrono::NaiveDateTime, target_type: &str) -> Option<String> {
+        match self.engine {
+            Engine::Postgres => postgres::convert_dttm(dt, target_type),
+            Engine::Sqlite => sqlite::convert_dttm(dt, target_type),
+        }
+    }
+
+    /// A boolean literal as SQLAlchemy's `literal_binds` renders it.
+    pub fn boolean(self, b: bool) -> &'static str {
+        match (self.engine, b) {
+            (Engine::Postgres, true) => "true",
+            (Engine::Postgres, false) => "false",
+            (Engine::Sqlite, true) => "1",
+            (Engine::Sqlite, false) => "0",
+        }
+    }
+
     /// `expr` as text, for LIKE on a non-text column.
     pub fn cast_text(self, expr: &str) -> String {
         match self.engine {

@@ -17,6 +17,7 @@ pub mod runner;
 pub mod sql;
 pub mod sqlcheck;
 pub mod sqllab;
+pub mod template;
 pub mod timerange;
 
 pub use context::RowFilter;
@@ -45,6 +46,8 @@ pub struct Datasource {
     pub table_name: String,
     /// The SQL of a virtual dataset.
     pub sql: Option<String>,
+    /// The dataset's Jinja template parameters (a JSON object; empty when unset or invalid).
+    pub template_params: serde_json::Map<String, serde_json::Value>,
     /// Default temporal column.
     pub main_dttm_col: Option<String>,
     /// Dataset cache timeout (seconds; -1 disables caching).
@@ -193,6 +196,7 @@ impl Datasource {
             schema: None,
             table_name: "t".into(),
             sql: None,
+            template_params: serde_json::Map::new(),
             main_dttm_col: None,
             cache_timeout: None,
             database_cache_timeout: None,
@@ -259,6 +263,13 @@ pub enum QueryError {
         "This endpoint requires the datasource {0}, database or `all_datasource_access` permission"
     )]
     Forbidden(String),
+    /// A Jinja template in a virtual dataset's SQL did not render.
+    #[error("Error while rendering virtual dataset query: {0}")]
+    DatasetTemplate(template::TemplateError),
+    /// A Jinja template in a SQL expression (metric, column, where, having, row-level rule)
+    /// did not render.
+    #[error("{0}")]
+    Template(template::TemplateError),
     /// `GET /chart/data/<cache_key>` for a key that is not (or no longer) cached.
     #[error("Cached data not found")]
     CacheMiss,

@@ -16,6 +16,7 @@ pub mod embedded;
 pub mod render;
 pub mod rls;
 pub mod sqllab;
+pub mod templating;
 
 use crate::auth;
 use crate::plugins::PluginError;

@@ -485,19 +485,26 @@ impl DatasetApi {
     /// The columns of a table or query, from the database itself.
     async fn introspect(
         &self,
+        user: &CurrentUser,
         database: i64,
         schema: Option<&str>,
         table: &str,
-        sql: Option<&str>,
+        sql: Option<(&str, Option<&str>)>,
     ) -> Result<Vec<ColumnInfo>, ApiError> {
         let spec = connections::connection_spec(&self.state, database).await?;
-        match sql.filter(|s| !s.trim().is_empty()) {
-            Some(sql) => self
-                .state
-                .engines
-                .query_columns(&spec, sql)
-                .await
-                .map_err(|e| ApiError::fields(Fault::Unprocessable, json!({"sql": [e.message()]}))),
+        match sql.filter(|(s, _)| !s.trim().is_empty()) {
+            Some((sql, params)) => {
+                let sql = self
+                    .saved_sql(user, database, spec.uri.engine, sql, params)
+                    .await?;
+                self.state
+                    .engines
+                    .query_columns(&spec, &sql)
+                    .await
+                    .map_err(|e| {
+                        ApiError::fields(Fault::Unprocessable, json!({"sql": [e.message()]}))
+                    })
+            }
             None => match self
                 .state
                 .engines
@@ -522,6 +529,7 @@ impl DatasetApi {
         user: &CurrentUser,
         database: i64,
         sql: &str,
+        template_params: Option<&str>,
     ) -> Result<(), ApiError> {
         if sql.trim().is_empty() {
             return Ok(());
@@ -529,13 +537,50 @@ impl DatasetApi {
         let db = self.state.store.load_one(&DATABASE, database, &[]).await?;
         let spec = connections::connection_spec(&self.state, database).await?;
         let dialect = crate::query::sql::sql_dialect(spec.uri.engine);
-        match services::sqllab::access_refusal(&self.state, user, &db, Some((dialect, sql))).await?
+        let sql = self
+            .saved_sql(user, database, spec.uri.engine, sql, template_params)
+            .await?;
+        match services::sqllab::access_refusal(&self.state, user, &db, Some((dialect, &sql)))
+            .await?
         {
             None => Ok(()),
             Some(refusal) => Err(ApiError::fields(
                 Fault::Unprocessable,
                 json!({"sql": [refusal.to_string()]}),
             )),
+        }
+    }
+
+    /// A virtual dataset's SQL as saved (its template rendered without request values, see
+    /// [`services::templating::saved_sql`]); a template that does not render is a 422 on
+    /// `sql`, as any SQL the database refuses.
+    async fn saved_sql(
+        &self,
+        user: &CurrentUser,
+        database: i64,
+        engine: crate::uri::Engine,
+        sql: &str,
+        template_params: Option<&str>,
+    ) -> Result<String, ApiError> {
+        match services::templating::saved_sql(
+            &self.state,
+            user,
+            database,
+            engine,
+            sql,
+            template_params,
+        )
+        .await
+        {
+            Ok(sql) => Ok(sql),
+            Err(services::Error::Query(e @ crate::query::QueryError::DatasetTemplate(_))) => {
+                tracing::info!(message = "Dataset template refused.", reason = %e);
+                Err(ApiError::fields(
+                    Fault::Unprocessable,
+                    json!({"sql": [e.to_string()]}),
+                ))
+            }
+            Err(e) => Err(e.into()),
         }
     }
 
@@ -598,11 +643,22 @@ impl DatasetApi {
                 json!({"table_name": [format!("Dataset {} already exists", match &schema { Some(s) => format!("{s}.{table}"), None => table.clone() })]}),
             ));
         }
+        let params = match changes.get("template_params") {
+            Some(Value::Text(p)) => Some(p.clone()),
+            _ => None,
+        };
         if let Some(sql) = &sql {
-            self.check_sql_access(user, db, sql).await?;
+            self.check_sql_access(user, db, sql, params.as_deref())
+                .await?;
         }
         let cols = self
-            .introspect(db, schema.as_deref(), &table, sql.as_deref())
+            .introspect(
+                user,
+                db,
+                schema.as_deref(),
+                &table,
+                sql.as_deref().map(|s| (s, params.as_deref())),
+            )
             .await?;
         resource::with_creator(&mut changes, user.user.id);
         if let Some(dttm) = cols.iter().find(|c| c.is_dttm)
@@ -627,7 +683,7 @@ impl DatasetApi {
 
     /// Re-reads the columns from the database: new ones are added, types updated, columns
     /// gone from the source dropped unless they are expressions; metrics stay.
-    async fn refresh(&self, id: i64) -> Result<(), ApiError> {
+    async fn refresh(&self, user: &CurrentUser, id: i64) -> Result<(), ApiError> {
         let rec = self
             .state
             .store
@@ -637,12 +693,15 @@ impl DatasetApi {
             .one("database")
             .map(|d| d.id)
             .ok_or_else(ApiError::not_found)?;
+        let sql = rec.get::<String>("sql");
+        let params = rec.get::<String>("template_params");
         let cols = self
             .introspect(
+                user,
                 db,
                 rec.get::<String>("schema").as_deref(),
                 &rec.text("table_name"),
-                rec.get::<String>("sql").as_deref(),
+                sql.as_deref().map(|s| (s, params.as_deref())),
             )
             .await?;
         let (existing, _) = self.state.store.dataset_children(id).await?;
@@ -857,7 +916,12 @@ impl DatasetApi {
             Some(Value::Int(db)) => Some(*db),
             _ => None,
         };
-        if new_sql.is_some() || new_db.is_some() {
+        // Template parameters change what a templated SQL renders to, so they are judged too.
+        let new_params = match changes.get("template_params") {
+            Some(Value::Text(p)) => Some(p.clone()),
+            _ => None,
+        };
+        if new_sql.is_some() || new_db.is_some() || new_params.is_some() {
             // The SQL as it will be, on the database it will run on.
             let rec = self
                 .state
@@ -868,10 +932,15 @@ impl DatasetApi {
             // is not re-judged.
             let old_db = rec.one("database").map(|d| d.id);
             let changed = new_sql.as_ref().is_some_and(|s| *s != rec.text("sql"))
-                || new_db.is_some_and(|d| Some(d) != old_db);
+                || new_db.is_some_and(|d| Some(d) != old_db)
+                || new_params
+                    .as_ref()
+                    .is_some_and(|p| *p != rec.text("template_params"));
             let sql = new_sql.unwrap_or_else(|| rec.text("sql"));
+            let params = new_params.unwrap_or_else(|| rec.text("template_params"));
             if changed && let Some(db) = new_db.or(old_db) {
-                self.check_sql_access(&user, db, &sql).await?;
+                self.check_sql_access(&user, db, &sql, Some(&params))
+                    .await?;
             }
         }
         let columns = body
@@ -913,7 +982,7 @@ impl DatasetApi {
             other => other?,
         };
         if override_columns.0 == Some(true) {
-            self.refresh(id).await?;
+            self.refresh(&user, id).await?;
         }
         let mut result = resource::echo(&SPEC, &body.0.value);
         for k in ["columns", "metrics"] {
@@ -934,7 +1003,7 @@ impl DatasetApi {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let id = self.resolve(pk.0, &user).await?;
         resource::ensure_changeable(&self.state, &SPEC, &[id], &user).await?;
-        self.refresh(id).await?;
+        self.refresh(&user, id).await?;
         Ok(Json(Message {
             message: "OK".to_owned(),
         }))

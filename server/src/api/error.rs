@@ -329,6 +329,32 @@ impl ApiError {
     }
 }
 
+/// A template that did not render (Superset's `SupersetSyntaxErrorException` body, answered
+/// 400): the message, with the template's line and Jinja2's exception name in `extra`; the
+/// disabled switch and a value refused outside a literal are `INVALID_TEMPLATE_PARAMS_ERROR`,
+/// undefined names `MISSING_TEMPLATE_PARAMS_ERROR`, any other failure `generic`.
+pub fn template_error(
+    text: String,
+    err: &crate::query::template::TemplateError,
+    mut extra: Value,
+    generic: &str,
+) -> ApiError {
+    use crate::query::template::TemplateError as T;
+    let error_type = match err {
+        T::Disabled | T::Unquoted(_) => "INVALID_TEMPLATE_PARAMS_ERROR",
+        T::Render { undefined, .. } if !undefined.is_empty() => "MISSING_TEMPLATE_PARAMS_ERROR",
+        _ => generic,
+    };
+    if let Some(o) = extra.as_object_mut() {
+        o.insert("line".into(), json!(err.line()));
+        o.insert("exception_type".into(), json!(err.exception_type()));
+        if !err.undefined().is_empty() {
+            o.insert("undefined_parameters".into(), json!(err.undefined()));
+        }
+    }
+    ApiError::sip40(Fault::BadRequest, error_type, text, extra)
+}
+
 /// Superset's SIP-40 body for a failed connection.
 pub fn engine_error(
     fault: Fault,
@@ -356,6 +382,10 @@ impl From<crate::query::QueryError> for ApiError {
             Q::Unsupported(_) => {
                 tracing::info!(message = "Chart data request refused.", reason = %text);
                 ApiError::bad_request(text)
+            }
+            Q::DatasetTemplate(err) | Q::Template(err) => {
+                tracing::info!(message = "Template refused.", reason = %text, line = ?err.line());
+                template_error(text, &err, json!({}), "GENERIC_COMMAND_ERROR")
             }
             Q::Sql(err) => {
                 tracing::info!(message = "SQL fragment refused.", reason = %err.message());
@@ -457,9 +487,27 @@ impl From<crate::query::sqllab::SqlLabError> for ApiError {
                 sip40(Fault::Forbidden, "QUERY_SECURITY_ACCESS_ERROR")
             }
             S::QueryNotFound => ApiError::not_found(),
-            S::TemplateUnsupported => {
-                tracing::info!(message = "SQL Lab template refused.");
-                sip40(Fault::BadRequest, "INVALID_TEMPLATE_PARAMS_ERROR")
+            S::Template(err) => {
+                tracing::info!(message = "SQL Lab template refused.", reason = %text, line = ?err.line());
+                let undefined = err.undefined();
+                if undefined.is_empty() {
+                    // SQL Lab calls every template failure a malformed parameter.
+                    template_error(text, &err, json!({}), "INVALID_TEMPLATE_PARAMS_ERROR")
+                } else {
+                    let quoted: Vec<String> = undefined
+                        .iter()
+                        .map(|u| format!("\"{}\"", u.replace('"', "\\\"")))
+                        .collect();
+                    let message = if quoted.len() == 1 {
+                        format!("The parameter {} in your query is undefined.", quoted[0])
+                    } else {
+                        format!(
+                            "The following parameters in your query are undefined: {}.",
+                            quoted.join(", ")
+                        )
+                    };
+                    template_error(message, &err, json!({}), "INVALID_TEMPLATE_PARAMS_ERROR")
+                }
             }
             S::CtasUnsupported => {
                 tracing::info!(message = "SQL Lab CTAS refused.");

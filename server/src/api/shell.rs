@@ -335,10 +335,13 @@ const CONF: &str = include_str!("shell/conf.json");
 /// `common` of the payload: Superset's `common_bootstrap_payload()` with its default
 /// configuration (the `FRONTEND_CONF_KEYS` subset, feature flags, theme, menu).
 pub fn common_payload(state: &AppState, cu: Option<&CurrentUser>) -> Value {
-    let feature_flags: Value = serde_json::from_str(FEATURE_FLAGS).unwrap_or_else(|e| {
+    let mut feature_flags: Value = serde_json::from_str(FEATURE_FLAGS).unwrap_or_else(|e| {
         tracing::error!(message = "Built-in feature flags are not JSON.", error = %e);
         json!({})
     });
+    // The flags Liteset has its own settings for (SQL Lab shows its "Parameters" editor with
+    // this one).
+    feature_flags["ENABLE_TEMPLATE_PROCESSING"] = json!(state.config.query.template_processing);
     let mut conf: Value = serde_json::from_str(CONF).unwrap_or_else(|e| {
         tracing::error!(message = "Built-in frontend configuration is not JSON.", error = %e);
         json!({})

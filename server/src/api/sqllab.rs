@@ -149,16 +149,31 @@ fn check_strings(fields: &[(&str, Option<&str>)]) -> Result<(), ApiError> {
     }
 }
 
-/// Template parameters count as given unless empty (`""`, `"{}"`, `null`).
-fn has_template_params(raw: Option<&str>) -> bool {
+/// `templateParams`: a JSON object as text; empty, `null` and `{}` are none. Anything else is
+/// refused with a field error (Superset would fail the `json.loads` with a 500).
+fn template_params(raw: Option<&str>) -> Result<Map<String, Json_>, ApiError> {
     let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
-        return false;
+        return Ok(Map::new());
     };
     match serde_json::from_str::<Json_>(raw) {
-        Ok(Json_::Null) => false,
-        Ok(Json_::Object(m)) => !m.is_empty(),
-        _ => true,
+        Ok(Json_::Null) => Ok(Map::new()),
+        Ok(Json_::Object(m)) => Ok(m),
+        _ => Err(sqllab_error(SqlLabError::Body(
+            json!({"templateParams": ["Not a valid JSON object."]}),
+        ))),
     }
+}
+
+/// The request's query-string parameters (`url_param` in SQL Lab reads Flask's
+/// `request.args`: the first value of each name).
+fn query_string(req: &poem::Request) -> Map<String, Json_> {
+    let mut out = Map::new();
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(req.uri().query().unwrap_or("")).unwrap_or_default();
+    for (k, v) in pairs {
+        out.entry(k).or_insert(Json_::String(v));
+    }
+    out
 }
 
 /// Superset's `Query.to_dict()` as JSON.
@@ -291,7 +306,13 @@ impl SqlLabApi {
             resource::authorized(&self.state, auth, "can_execute_sql_query", "SQLLab").await?;
         // hyper keeps a handler running after its client hung up; this notices and drops the
         // wait, whose guard stops the query.
-        super::extract::until_gone(&self.state, req, self.execute_inner(&user, body)).await
+        let url_params = query_string(req);
+        super::extract::until_gone(
+            &self.state,
+            req,
+            self.execute_inner(&user, body, url_params),
+        )
+        .await
     }
 
     /// Checks the body's strings, then runs the script (see [`sqllab::execute`]).
@@ -299,6 +320,7 @@ impl SqlLabApi {
         &self,
         user: &CurrentUser,
         b: ExecuteBody,
+        url_params: Map<String, Json_>,
     ) -> Result<Executed, ApiError> {
         check_strings(&[
             ("sql", Some(&b.sql)),
@@ -318,7 +340,8 @@ impl SqlLabApi {
         }
         let script = sqllab::Script {
             database_id: b.database_id,
-            template_params: has_template_params(b.template_params.as_deref()),
+            template_params: template_params(b.template_params.as_deref())?,
+            url_params,
             sql: b.sql,
             client_id: b.client_id,
             query_limit: b.query_limit,
@@ -576,13 +599,17 @@ impl SqlLabApi {
             ("catalog", b.catalog.as_deref()),
             ("schema", b.schema.as_deref()),
         ])?;
-        let params_given = match &b.template_params {
-            None | Some(Json_::Null) => false,
-            Some(Json_::Object(m)) => !m.is_empty(),
-            Some(Json_::String(s)) => has_template_params(Some(s)),
-            Some(_) => true,
+        let params = match &b.template_params {
+            None | Some(Json_::Null) => Map::new(),
+            Some(Json_::Object(m)) => m.clone(),
+            Some(Json_::String(s)) => template_params(Some(s))?,
+            Some(_) => {
+                return Err(sqllab_error(SqlLabError::Body(
+                    json!({"template_params": ["Not a valid mapping type."]}),
+                )));
+            }
         };
-        let result = sqllab::estimate(&self.state, &user, b.database_id, &b.sql, params_given)
+        let result = sqllab::estimate(&self.state, &user, b.database_id, &b.sql, &params)
             .await?
             .into_iter()
             .map(|c| CostEstimate {

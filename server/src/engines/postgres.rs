@@ -563,6 +563,26 @@ pub(crate) fn datetime_literal(dt: chrono::NaiveDateTime, type_name: &str) -> St
     }
 }
 
+/// Superset's `PostgresBaseEngineSpec.convert_dttm`: `DATE` types as `TO_DATE`, timestamp and
+/// datetime types (SQLAlchemy's `DateTime` by the type's leading word) as `TO_TIMESTAMP`,
+/// anything else none.
+pub(crate) fn convert_dttm(dt: chrono::NaiveDateTime, target_type: &str) -> Option<String> {
+    let t = target_type.trim().to_ascii_lowercase();
+    if t.starts_with("timestamp") || t.starts_with("datetime") {
+        Some(format!(
+            "TO_TIMESTAMP('{}', 'YYYY-MM-DD HH24:MI:SS.US')",
+            dt.format("%Y-%m-%d %H:%M:%S%.6f")
+        ))
+    } else if t.starts_with("date") {
+        Some(format!(
+            "TO_DATE('{}', 'YYYY-MM-DD')",
+            dt.format("%Y-%m-%d")
+        ))
+    } else {
+        None
+    }
+}
+
 /// Runs one statement (see [`super::Engines::execute`]): inside `BEGIN READ ONLY` … `ROLLBACK`
 /// when asked, reading at most `max_rows` rows and at most the pool's result budget, with every
 /// value decoded from the binary protocol, then `DISCARD ALL`.

@@ -827,6 +827,32 @@ pub(crate) fn datetime_literal(dt: chrono::NaiveDateTime, type_name: &str) -> St
     }
 }
 
+/// Superset's `SqliteEngineSpec.convert_dttm`: string and datetime types (SQLAlchemy's
+/// `String`/`DateTime` by the type's leading word) as `'YYYY-MM-DD HH:MM:SS'`, anything else
+/// (`DATE` included) none.
+pub(crate) fn convert_dttm(dt: chrono::NaiveDateTime, target_type: &str) -> Option<String> {
+    let t = target_type.trim().to_ascii_lowercase();
+    let string = [
+        "string",
+        "char",
+        "varchar",
+        "text",
+        "tinytext",
+        "mediumtext",
+        "longtext",
+    ]
+    .iter()
+    .any(|p| t.starts_with(p))
+        || t.starts_with("nchar")
+        || t.starts_with("nvarchar")
+        || t.starts_with("ntext");
+    if string || t.starts_with("timestamp") || t.starts_with("datetime") {
+        Some(format!("'{}'", dt.format("%Y-%m-%d %H:%M:%S")))
+    } else {
+        None
+    }
+}
+
 /// Runs one statement (see [`super::Engines::execute`]) on the blocking pool. Dropping the
 /// returned future interrupts the statement; the interrupt is only ever delivered while this
 /// statement is still running, never to a later user of the pooled connection.

@@ -359,6 +359,39 @@ pub struct QueryObject {
     /// Row-level security's filters for the caller: never read from a request, set by the
     /// service that runs the query, AND-ed into every statement built from this object.
     pub row_filters: Vec<RowFilter>,
+    /// `url_params`: the dashboard's or Explore's query-string parameters (templates'
+    /// `url_param`).
+    pub url_params: Map<String, Json>,
+}
+
+impl QueryObject {
+    /// A query object with nothing in it but Superset's defaults.
+    pub fn bare() -> QueryObject {
+        QueryObject {
+            columns: Vec::new(),
+            metrics: None,
+            filters: Vec::new(),
+            extras: Extras::default(),
+            orderby: Vec::new(),
+            row_limit: None,
+            row_offset: 0,
+            order_desc: true,
+            series_columns: None,
+            series_limit: 0,
+            series_limit_metric: None,
+            group_others: false,
+            time_range: None,
+            granularity: None,
+            time_offsets: Vec::new(),
+            time_shift: None,
+            is_timeseries: None,
+            is_rowcount: false,
+            result_type: None,
+            post_processing: Vec::new(),
+            row_filters: Vec::new(),
+            url_params: Map::new(),
+        }
+    }
 }
 
 /// One row-level security filter: its clauses OR-ed (a group of rules sharing a `group_key`,
@@ -653,6 +686,27 @@ fn metric_ref(at: &At, v: &Json) -> Result<MetricRef, QueryError> {
     }
 }
 
+/// `url_params`: a map of strings (marshmallow's `Dict(keys=String, values=String)`, null
+/// allowed).
+fn url_params(at: &mut At, o: &Map<String, Json>) -> Result<Map<String, Json>, QueryError> {
+    match o.get("url_params") {
+        None | Some(Json::Null) => Ok(Map::new()),
+        Some(Json::Object(m)) => {
+            at.push_key("url_params");
+            for (k, v) in m {
+                if !v.is_string() {
+                    at.push_key(k);
+                    let e = at.err(Some("value"), "Not a valid string.");
+                    return Err(e);
+                }
+            }
+            at.pop();
+            Ok(m.clone())
+        }
+        Some(_) => Err(at.err(Some("url_params"), "Not a valid mapping type.")),
+    }
+}
+
 fn query_object(at: &mut At, v: &Json, plugin_ops: &[String]) -> Result<QueryObject, QueryError> {
     let Some(o) = v.as_object() else {
         return Err(at.err(Some("_schema"), "Invalid input type."));
@@ -886,6 +940,7 @@ fn query_object(at: &mut At, v: &Json, plugin_ops: &[String]) -> Result<QueryObj
         result_type,
         post_processing,
         row_filters: Vec::new(),
+        url_params: url_params(at, o)?,
     })
 }
 

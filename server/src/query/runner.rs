@@ -107,6 +107,18 @@ impl std::fmt::Debug for Runner {
 
 /// The cache key of a statement.
 pub fn cache_key(spec: &ConnectionSpec, sql: &str, max_rows: usize) -> String {
+    cache_key_with(spec, sql, &[], max_rows)
+}
+
+/// [`cache_key`] with the values templates added (Superset's `extra_cache_keys`: the user and
+/// request macros, `cache_key_wrapper`), which enter the key even when they do not show in
+/// the SQL.
+pub fn cache_key_with(
+    spec: &ConnectionSpec,
+    sql: &str,
+    extra: &[serde_json::Value],
+    max_rows: usize,
+) -> String {
     let mut h = Sha256::new();
     h.update(spec.database_id.to_le_bytes());
     h.update(spec.revision.as_bytes());
@@ -114,6 +126,13 @@ pub fn cache_key(spec: &ConnectionSpec, sql: &str, max_rows: usize) -> String {
     h.update(sql.as_bytes());
     h.update([0]);
     h.update((max_rows as u64).to_le_bytes());
+    if !extra.is_empty() {
+        h.update(
+            serde_json::Value::from(extra.to_vec())
+                .to_string()
+                .as_bytes(),
+        );
+    }
     hex::encode(&h.finalize()[..16])
 }
 

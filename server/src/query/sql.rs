@@ -4,13 +4,15 @@
 //! calculated columns, `extras.where/having`) is checked by [`super::sqlcheck`] to be exactly
 //! one expression before it is pasted in.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use chrono::NaiveDateTime;
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json, json};
 
 use super::context::{ColumnRef, MetricRef, OrderTarget, QueryObject, ResultType};
 use super::sqlcheck::{self, FragmentKind, SqlDialect};
+use super::template::{self, Budget, Catalog, Facts, Renderer, TemplateError};
 use super::timerange::{self, Relative};
 use super::{Datasource, QueryError};
 use crate::engines::{Dialect, GenericType};
@@ -54,6 +56,268 @@ pub struct Plan {
     pub metric_verbose: Vec<(String, String)>,
     /// Rows the statement may return.
     pub row_limit: u64,
+    /// Columns whose filters a template read (`applied_template_filters`).
+    pub applied_template_filters: Vec<String>,
+    /// Values templates added to the cache key (`cache_key_wrapper` and the user and request
+    /// macros).
+    pub extra_cache_keys: Vec<Json>,
+    /// The virtual dataset's SQL as rendered, when it is a template (its tables are checked
+    /// against the caller's access by the services).
+    pub rendered_dataset_sql: Option<String>,
+}
+
+/// How the templates of a query render (Superset's template processor): the switch, what the
+/// request tells them, their budget, and the datasets `dataset()` and `metric()` may read (the
+/// caller's, loaded and access-checked beforehand: macros cannot wait for the store).
+#[derive(Clone, Debug)]
+pub struct Templating {
+    /// `query.template_processing`.
+    pub enabled: bool,
+    /// The request.
+    pub facts: Arc<Facts>,
+    /// Each render's budget.
+    pub budget: Budget,
+    /// Datasets by id.
+    pub datasets: Arc<HashMap<i64, Arc<Datasource>>>,
+    /// `row_limit` etc. of nested `dataset()` queries.
+    pub limits: Limits,
+    depth: u8,
+}
+
+impl Templating {
+    /// Templating of a request.
+    pub fn new(
+        enabled: bool,
+        facts: Facts,
+        budget: Budget,
+        datasets: HashMap<i64, Arc<Datasource>>,
+        limits: Limits,
+    ) -> Templating {
+        Templating {
+            enabled,
+            facts: Arc::new(facts),
+            budget,
+            datasets: Arc::new(datasets),
+            limits,
+            depth: 0,
+        }
+    }
+
+    /// The renderer of `ds`'s templates in query `q` (no query: the dataset's SQL alone, as
+    /// its author saved it).
+    pub fn renderer(&self, ds: &Datasource, q: Option<&QueryObject>) -> Renderer {
+        let mut r = Renderer::new(
+            self.enabled,
+            self.facts.clone(),
+            Dialect::of(ds.engine),
+            self.budget,
+        );
+        let table_columns: Vec<Json> = ds.columns.iter().map(|c| json!(c.name)).collect();
+        let mut vars = Map::new();
+        let null = Json::Null;
+        vars.insert("table_columns".into(), Json::Array(table_columns));
+        for key in [
+            "columns",
+            "from_dttm",
+            "groupby",
+            "metrics",
+            "row_limit",
+            "row_offset",
+            "time_column",
+            "time_grain",
+            "to_dttm",
+            "filter",
+        ] {
+            vars.insert(key.into(), null.clone());
+        }
+        if let Some(q) = q {
+            vars.insert(
+                "columns".into(),
+                json!(q.columns.iter().map(column_json).collect::<Vec<_>>()),
+            );
+            vars.insert(
+                "metrics".into(),
+                match &q.metrics {
+                    Some(ms) => json!(ms.iter().map(metric_json).collect::<Vec<_>>()),
+                    None => Json::Null,
+                },
+            );
+            vars.insert("row_limit".into(), json!(q.row_limit));
+            vars.insert("row_offset".into(), json!(q.row_offset));
+            vars.insert("time_column".into(), json!(q.granularity));
+            vars.insert("time_grain".into(), json!(q.extras.time_grain_sqla));
+            vars.insert(
+                "filter".into(),
+                json!(
+                    q.filters
+                        .iter()
+                        .map(|f| json!({"col": column_json(&f.col), "op": f.op, "val": f.val}))
+                        .collect::<Vec<_>>()
+                ),
+            );
+        }
+        // Superset: `template_kwargs.update(self.template_params_dict)`.
+        for (k, v) in &ds.template_params {
+            vars.insert(k.clone(), v.clone());
+        }
+        let mut trusted = BTreeSet::new();
+        collect_strings(&Json::Object(ds.template_params.clone()), &mut trusted);
+        trusted.extend(ds.columns.iter().map(|c| c.name.clone()));
+        trusted.extend(ds.metrics.iter().map(|m| m.name.clone()));
+        r.vars = Arc::new(vars);
+        r.column_types = Arc::new(
+            ds.columns
+                .iter()
+                .map(|c| (c.name.clone(), c.type_name.clone()))
+                .collect(),
+        );
+        if let Some(q) = q {
+            r.rls_clauses = Arc::new(
+                q.row_filters
+                    .iter()
+                    .flat_map(|f| f.any_of.iter().cloned())
+                    .collect(),
+            );
+        }
+        r.trusted = Arc::new(trusted);
+        r.checked = true;
+        r.catalog = Some(Arc::new(self.clone()) as Arc<dyn Catalog>);
+        r.dataset_id = Some(ds.id);
+        r.depth = self.depth;
+        r
+    }
+
+    /// The renderer of a SQL Lab script: `params` as its variables, no value check (the user
+    /// writes template and values alike).
+    pub fn script_renderer(&self, dialect: Dialect, params: &Map<String, Json>) -> Renderer {
+        let mut r = Renderer::new(self.enabled, self.facts.clone(), dialect, self.budget);
+        r.vars = Arc::new(params.clone());
+        r.catalog = Some(Arc::new(self.clone()) as Arc<dyn Catalog>);
+        r.depth = self.depth;
+        r
+    }
+
+    /// A virtual dataset's SQL rendered as its author saved it: no user, no request values,
+    /// its own template parameters (what its creator's table access is checked on, and what
+    /// its rendered SQL may read without the caller's own access).
+    pub fn neutral_dataset_sql(&self, ds: &Datasource) -> Result<Option<String>, QueryError> {
+        let neutral = Templating {
+            facts: Arc::new(Facts::neutral(self.facts.now)),
+            ..self.clone()
+        };
+        match ds.sql.as_deref().map(trim_sql).filter(|s| !s.is_empty()) {
+            None => Ok(None),
+            Some(sql) => neutral
+                .renderer(ds, None)
+                .render(sql)
+                .map(Some)
+                .map_err(QueryError::DatasetTemplate),
+        }
+    }
+}
+
+impl Catalog for Templating {
+    fn dataset_sql(
+        &self,
+        id: i64,
+        include_metrics: bool,
+        columns: Option<Vec<String>>,
+        depth: u8,
+    ) -> Result<Option<String>, TemplateError> {
+        let Some(ds) = self.datasets.get(&id) else {
+            return Ok(None);
+        };
+        let q = QueryObject {
+            columns: columns
+                .unwrap_or_else(|| ds.columns.iter().map(|c| c.name.clone()).collect())
+                .into_iter()
+                .map(ColumnRef::Name)
+                .collect(),
+            metrics: include_metrics.then(|| {
+                ds.metrics
+                    .iter()
+                    .map(|m| MetricRef::Saved(m.name.clone()))
+                    .collect()
+            }),
+            is_timeseries: Some(false),
+            ..QueryObject::bare()
+        };
+        let nested = Templating {
+            depth,
+            ..self.clone()
+        };
+        match build_with(ds, &q, ResultType::Full, &self.limits, &nested, false) {
+            Ok(plan) => Ok(Some(plan.sql)),
+            Err(QueryError::DatasetTemplate(e) | QueryError::Template(e)) => Err(e),
+            Err(e) => Err(TemplateError::Macro(format!("dataset({id}): {e}"))),
+        }
+    }
+
+    fn metrics(&self, id: i64) -> Option<(String, Vec<(String, String)>)> {
+        let ds = self.datasets.get(&id)?;
+        Some((
+            ds.table_name.clone(),
+            ds.metrics
+                .iter()
+                .map(|m| (m.name.clone(), m.expression.clone()))
+                .collect(),
+        ))
+    }
+}
+
+/// A query column as the template variable `columns` shows it (a name, or the adhoc object).
+fn column_json(c: &ColumnRef) -> Json {
+    match c {
+        ColumnRef::Name(n) => json!(n),
+        ColumnRef::Adhoc {
+            label,
+            sql,
+            base_axis,
+            time_grain,
+        } => {
+            let mut o = json!({"label": label, "sqlExpression": sql, "expressionType": "SQL"});
+            if *base_axis {
+                o["columnType"] = json!("BASE_AXIS");
+            }
+            if let Some(g) = time_grain {
+                o["timeGrain"] = json!(g);
+            }
+            o
+        }
+    }
+}
+
+/// A query metric as the template variable `metrics` shows it.
+fn metric_json(m: &MetricRef) -> Json {
+    match m {
+        MetricRef::Saved(n) => json!(n),
+        MetricRef::Simple {
+            label,
+            aggregate,
+            column,
+        } => {
+            json!({"expressionType": "SIMPLE", "label": label, "aggregate": aggregate, "column": {"column_name": column}})
+        }
+        MetricRef::Sql { label, sql } => {
+            json!({"expressionType": "SQL", "label": label, "sqlExpression": sql})
+        }
+    }
+}
+
+fn collect_strings(v: &Json, out: &mut BTreeSet<String>) {
+    match v {
+        Json::String(s) => {
+            out.insert(s.clone());
+        }
+        Json::Array(a) => a.iter().for_each(|v| collect_strings(v, out)),
+        Json::Object(o) => o.values().for_each(|v| collect_strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Superset strips `\t\r\n; ` around a virtual dataset's SQL before and after rendering.
+fn trim_sql(sql: &str) -> &str {
+    sql.trim_matches(|c: char| matches!(c, '\t' | '\r' | '\n' | ';' | ' '))
 }
 
 /// The grammar [`sqlcheck`](super::sqlcheck) parses an engine's SQL with: the one mapping
@@ -69,6 +333,8 @@ struct Builder<'a> {
     ds: &'a Datasource,
     d: Dialect,
     now: NaiveDateTime,
+    /// Renders the query's templates (and records what they consumed).
+    r: Renderer,
 }
 
 /// A resolved dimension.
@@ -79,6 +345,12 @@ struct Dim {
 
 impl Builder<'_> {
     fn fragment(&self, sql: &str, kind: FragmentKind) -> Result<String, QueryError> {
+        if sql.trim().is_empty() {
+            return Err(QueryError::Invalid("Empty SQL expression".into()));
+        }
+        // Templates render first; what they produce passes the same check as typed SQL.
+        let rendered = self.r.render(sql).map_err(QueryError::Template)?;
+        let sql = rendered.as_str();
         if sql.trim().is_empty() {
             return Err(QueryError::Invalid("Empty SQL expression".into()));
         }
@@ -104,26 +376,58 @@ impl Builder<'_> {
         }
     }
 
-    fn from(&self) -> String {
+    /// The FROM: the quoted table, or the virtual dataset's SQL (rendered when it is a
+    /// template: one read-only statement) as a subquery. Returns the rendered SQL of a
+    /// template too.
+    fn from(&self) -> Result<(String, Option<String>), QueryError> {
         match self
             .ds
             .sql
             .as_deref()
-            .map(str::trim)
+            .map(trim_sql)
             .filter(|s| !s.is_empty())
         {
             Some(sql) => {
-                let sql = sql.trim_end_matches(|c: char| c == ';' || c.is_whitespace());
-                format!("({sql}) AS virtual_table")
+                let templated = template::has_template(sql);
+                let rendered = self.r.render(sql).map_err(QueryError::DatasetTemplate)?;
+                let rendered = trim_sql(&rendered).to_owned();
+                if templated {
+                    let d = sql_dialect(self.d.engine());
+                    if rendered.is_empty() {
+                        return Err(QueryError::Invalid(
+                            "Virtual dataset query cannot be empty".into(),
+                        ));
+                    }
+                    if sqlcheck::split_statements(d, &rendered)?.len() > 1 {
+                        return Err(QueryError::Invalid(
+                            "Virtual dataset query cannot consist of multiple statements".into(),
+                        ));
+                    }
+                    if sqlcheck::is_mutating(d, &rendered)? {
+                        return Err(QueryError::Invalid(
+                            "Virtual dataset query must be read-only".into(),
+                        ));
+                    }
+                }
+                if templated {
+                    // A newline before the parenthesis, as Superset's `get_from_clause` adds:
+                    // a trailing `--` comment cannot swallow it.
+                    Ok((format!("({rendered}\n) AS virtual_table"), Some(rendered)))
+                } else {
+                    Ok((format!("({rendered}) AS virtual_table"), None))
+                }
             }
-            None => match self.ds.schema.as_deref().filter(|s| !s.is_empty()) {
-                Some(schema) => format!(
-                    "{}.{}",
-                    self.d.quote(schema),
-                    self.d.quote(&self.ds.table_name)
-                ),
-                None => self.d.quote(&self.ds.table_name),
-            },
+            None => Ok((
+                match self.ds.schema.as_deref().filter(|s| !s.is_empty()) {
+                    Some(schema) => format!(
+                        "{}.{}",
+                        self.d.quote(schema),
+                        self.d.quote(&self.ds.table_name)
+                    ),
+                    None => self.d.quote(&self.ds.table_name),
+                },
+                None,
+            )),
         }
     }
 
@@ -249,19 +553,44 @@ pub fn row_limit(q: &QueryObject, kind: ResultType, limits: &Limits) -> u64 {
     q.row_limit.unwrap_or(default).min(limits.sql_max_row)
 }
 
-/// Builds the statement of `q` against `ds` for result type `kind`.
+/// Builds the statement of `q` against `ds` for result type `kind`, its templates rendered by
+/// `tpl`.
 pub fn build(
     ds: &Datasource,
     q: &QueryObject,
     kind: ResultType,
     limits: &Limits,
-    now: NaiveDateTime,
+    tpl: &Templating,
 ) -> Result<Plan, QueryError> {
+    build_with(ds, q, kind, limits, tpl, true)
+}
+
+/// [`build`], without the LIMIT when `limited` is false (the `dataset()` macro's subquery).
+fn build_with(
+    ds: &Datasource,
+    q: &QueryObject,
+    kind: ResultType,
+    limits: &Limits,
+    tpl: &Templating,
+    limited: bool,
+) -> Result<Plan, QueryError> {
+    let now = tpl.facts.now;
+    let mut r = tpl.renderer(ds, Some(q));
+    if r.enabled {
+        let (from, to) = template_bounds(q, now);
+        let vars = Arc::make_mut(&mut r.vars);
+        vars.insert("from_dttm".into(), json!(from));
+        vars.insert("to_dttm".into(), json!(to));
+    }
     let b = Builder {
         ds,
         d: Dialect::of(ds.engine),
         now,
+        r,
     };
+    // The FROM renders first, as Superset's `get_sqla_query` processes it early: the filters
+    // its template takes over (`remove_filter=True`) are then left out below.
+    let (from, rendered_dataset_sql) = b.from()?;
     let mut q = q.clone();
     if matches!(kind, ResultType::Samples | ResultType::DrillDetail) {
         q.columns = ds
@@ -288,8 +617,10 @@ pub fn build(
     let unbounded = kind == ResultType::Samples;
     let mut plan = Plan {
         row_limit: row_limit(&q, kind, limits),
+        rendered_dataset_sql,
         ..Plan::default()
     };
+    let removed = |col: &str| b.r.consumed().removed.iter().any(|c| c == col);
 
     let is_timeseries = q.is_timeseries.unwrap_or_else(|| {
         q.columns
@@ -427,9 +758,16 @@ pub fn build(
 
     // Time range from `time_range` (granularity or overriding TEMPORAL_RANGE filters).
     let overriding = q.time_range.clone();
-    if let (Some(range), Some((expr, type_name)), false) =
-        (&overriding, &granularity_col, unbounded)
-    {
+    let granularity_removed = q
+        .granularity
+        .as_deref()
+        .is_some_and(|g| removed(g) || removed(DTTM_ALIAS));
+    if let (Some(range), Some((expr, type_name)), false, false) = (
+        &overriding,
+        &granularity_col,
+        unbounded,
+        granularity_removed,
+    ) {
         let (since, until) = b.time_bounds(range, &q)?;
         plan.from_dttm = since;
         plan.to_dttm = until;
@@ -447,6 +785,12 @@ pub fn build(
     });
     let mut bounds_from_filter: Option<(bool, Option<NaiveDateTime>, Option<NaiveDateTime>)> = None;
     for f in &q.filters {
+        // A filter a template took over (`remove_filter=True`) applies inside it only.
+        if let ColumnRef::Name(n) = &f.col
+            && removed(n)
+        {
+            continue;
+        }
         let (expr, generic, type_name, label) = match &f.col {
             ColumnRef::Name(n) => match ds.column(n) {
                 Some(c) => (
@@ -645,7 +989,6 @@ pub fn build(
     }
 
     // Series limit: keep the top `series_limit` series by a metric.
-    let from = b.from();
     let mut select: Vec<String> = Vec::new();
     let mut group_by: Vec<String> = Vec::new();
     let mut join = String::new();
@@ -736,7 +1079,9 @@ pub fn build(
     if !order_parts.is_empty() {
         sql.push_str(&format!(" ORDER BY {}", order_parts.join(", ")));
     }
-    sql.push_str(&format!(" \n LIMIT {}", plan.row_limit));
+    if limited {
+        sql.push_str(&format!(" \n LIMIT {}", plan.row_limit));
+    }
     if q.is_rowcount {
         sql = format!("SELECT COUNT(*) AS rowcount \nFROM ({sql}) AS rowcount_qry");
         plan.temporal.clear();
@@ -744,7 +1089,45 @@ pub fn build(
         sql.push_str(&format!(" OFFSET {}", q.row_offset));
     }
     plan.sql = sql;
+    let consumed = b.r.consumed();
+    plan.applied_template_filters = consumed.applied;
+    plan.extra_cache_keys = consumed.cache_keys;
     Ok(plan)
+}
+
+/// `from_dttm`/`to_dttm` as the template variables show them (Python's `isoformat()`): the
+/// bounds of `time_range`, else of the first TEMPORAL_RANGE filter.
+fn template_bounds(q: &QueryObject, now: NaiveDateTime) -> (Option<String>, Option<String>) {
+    let range = q.time_range.clone().or_else(|| {
+        q.filters.iter().find_map(|f| match (&f.op[..], &f.val) {
+            ("TEMPORAL_RANGE", Json::String(s)) => Some(s.clone()),
+            _ => None,
+        })
+    });
+    let Some(range) = range else {
+        return (None, None);
+    };
+    let relative = |s: Option<&str>| match s {
+        Some("now") => Relative::Now,
+        _ => Relative::Today,
+    };
+    let Ok(r) = timerange::get_since_until(
+        Some(&range),
+        q.time_shift.as_deref(),
+        relative(q.extras.relative_start.as_deref()),
+        relative(q.extras.relative_end.as_deref()),
+        now,
+    ) else {
+        return (None, None);
+    };
+    let iso = |d: NaiveDateTime| {
+        if d.and_utc().timestamp_subsec_micros() == 0 {
+            d.format("%Y-%m-%dT%H:%M:%S").to_string()
+        } else {
+            d.format("%Y-%m-%dT%H:%M:%S%.6f").to_string()
+        }
+    };
+    (r.since.map(iso), r.until.map(iso))
 }
 
 #[cfg(test)]
@@ -783,7 +1166,17 @@ mod tests {
         let now = NaiveDate::from_ymd_opt(2025, 6, 15)
             .and_then(|d| d.and_hms_opt(12, 0, 0))
             .expect("date");
-        build(&dataset(), &context(query).queries[0], kind, &LIMITS, now).expect("plan")
+        let tpl = Templating::new(
+            false,
+            Facts::neutral(now),
+            Budget {
+                fuel: 100_000,
+                max_bytes: 1 << 20,
+            },
+            HashMap::new(),
+            LIMITS,
+        );
+        build(&dataset(), &context(query).queries[0], kind, &LIMITS, &tpl).expect("plan")
     }
 
     fn day(d: u32) -> Option<NaiveDateTime> {

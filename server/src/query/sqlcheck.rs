@@ -33,7 +33,7 @@ use sqlparser::ast::{
 use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
-use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerError};
+use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerError, Whitespace};
 
 /// Maximum nesting the parser accepts (each parenthesis, function call, sub-query, nested
 /// type or statement costs one or more levels). sqlparser's default, 50, is reachable by
@@ -711,6 +711,82 @@ pub fn check_fragment(
         }
         Ok(())
     })
+}
+
+/// Checks that the byte ranges `spans` of `sql` (values a template took from the request)
+/// cannot have changed the statement's structure: each lies inside one quoted literal or
+/// comment of the surrounding text (escaped quotes only, no line break or comment end that
+/// would close it), or consists only of whole single-quoted literals, numbers, commas, minus
+/// signs and blanks (a quoted `IN` list). A value that opens or closes a literal or comment,
+/// or that holds a word, an operator or a parenthesis, is refused with a description.
+pub fn check_value_spans(
+    dialect: SqlDialect,
+    sql: &str,
+    spans: &[std::ops::Range<usize>],
+) -> Result<(), String> {
+    let tokens = tokenize(dialect, sql).map_err(|e| e.message().to_owned())?;
+    let index = LineIndex::new(sql);
+    let mut ranges = Vec::with_capacity(tokens.len());
+    for t in tokens.iter().filter(|t| t.token != Token::EOF) {
+        match (
+            index.offset(sql, t.span.start),
+            index.offset(sql, t.span.end),
+        ) {
+            (Some(a), Some(b)) => ranges.push((a, b, &t.token)),
+            _ => return Err("the rendered SQL could not be checked".to_owned()),
+        }
+    }
+    let shown = |span: &std::ops::Range<usize>| {
+        let text = sql.get(span.clone()).unwrap_or_default();
+        let short: String = text.chars().take(60).collect();
+        if short.len() < text.len() {
+            format!("{short}…")
+        } else {
+            short
+        }
+    };
+    for span in spans {
+        let text = sql.get(span.clone()).unwrap_or_default();
+        for &(a, b, token) in &ranges {
+            if b <= span.start || a >= span.end {
+                continue;
+            }
+            let ok = if a >= span.start && b <= span.end {
+                matches!(
+                    token,
+                    Token::SingleQuotedString(_)
+                        | Token::NationalStringLiteral(_)
+                        | Token::Number(..)
+                        | Token::Comma
+                        | Token::Minus
+                        | Token::Whitespace(
+                            Whitespace::Space | Whitespace::Newline | Whitespace::Tab
+                        )
+                )
+            } else if a < span.start && b >= span.end {
+                // A comment may end where the value ends (the end of the SQL); a literal's
+                // closing quote must be the author's.
+                match token {
+                    Token::SingleQuotedString(_) | Token::NationalStringLiteral(_) => {
+                        b > span.end && !text.replace("''", "").contains('\'')
+                    }
+                    Token::Whitespace(Whitespace::SingleLineComment { .. }) => {
+                        !text.contains(['\n', '\r'])
+                    }
+                    Token::Whitespace(Whitespace::MultiLineComment(_)) => {
+                        !text.contains("*/") && !text.contains("/*")
+                    }
+                    _ => false,
+                }
+            } else {
+                false
+            };
+            if !ok {
+                return Err(format!("`{}`", shown(span)));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Wraps an accepted fragment for embedding into generated SQL: `(<fragment>\n)`. The newline

@@ -1,7 +1,8 @@
 //! SQL Lab's execution semantics (Superset's `sql_lab.execute_sql_statements`), without HTTP
 //! and without the metadata store:
 //!
-//! * [`plan`] checks a script before anything runs: Jinja (refused, never ignored), the
+//! * [`plan`] checks a script before anything runs (its Jinja template already rendered by
+//!   the services, `query/template.rs`): the
 //!   configured function deny-list, statements that would leave state behind on a pooled
 //!   connection (`BEGIN`, `SET`, …), DML/DDL against a database without `allow_dml`, and the
 //!   row limit of the last statement with Superset's `limitingFactor`;
@@ -52,12 +53,9 @@ pub enum SqlLabError {
     /// No query has this client id (or results key).
     #[error("Not found")]
     QueryNotFound,
-    /// Jinja templating (template parameters, `{{ … }}`, `{% … %}`) is not implemented.
-    #[error(
-        "Jinja templating is not supported by this server: remove the template parameters and \
-         the {{{{ … }}}} / {{% … %}} expressions from the query"
-    )]
-    TemplateUnsupported,
+    /// The script's Jinja template did not render (or templating is off).
+    #[error("{0}")]
+    Template(super::template::TemplateError),
     /// `select_as_cta` (CREATE TABLE/VIEW AS SELECT) is not implemented.
     #[error("CREATE TABLE AS / CREATE VIEW AS (select_as_cta) is not supported by this server")]
     CtasUnsupported,
@@ -184,11 +182,6 @@ pub fn session_statement(dialect: SqlDialect, sql: &str) -> Option<String> {
     SESSION_WORDS.contains(&word.as_str()).then_some(word)
 }
 
-/// True when `sql` holds a Jinja template expression, statement or comment.
-pub fn has_template(sql: &str) -> bool {
-    sql.contains("{{") || sql.contains("{%") || sql.contains("{#")
-}
-
 /// Whether a parse error is one of the analyser's own refusals (input too deep or too complex
 /// to analyse safely, a NUL character) rather than SQL the parser does not know.
 fn is_refusal(e: &SqlError) -> bool {
@@ -218,9 +211,6 @@ pub fn plan(
     let limit = limit.max(1);
     let fetch = usize::try_from(limit.saturating_add(1)).unwrap_or(usize::MAX);
     let read_only = !allow_dml;
-    if has_template(sql) {
-        return Err(SqlLabError::TemplateUnsupported);
-    }
     let statements = match sqlcheck::split_statements(dialect, sql) {
         Ok(s) => s,
         Err(e) if is_refusal(&e) => return Err(e.into()),
@@ -487,10 +477,6 @@ mod tests {
             Err(SqlLabError::DmlNotAllowed)
         ));
         assert!(plan(PG, "DELETE FROM t", 10, true, &d).is_ok());
-        assert!(matches!(
-            plan(PG, "SELECT {{ x }}", 10, false, &d),
-            Err(SqlLabError::TemplateUnsupported)
-        ));
         assert!(matches!(
             plan(PG, "SELECT pg_catalog.PG_SLEEP(1)", 10, false, &d),
             Err(SqlLabError::DisallowedFunctions(f)) if f == vec!["pg_sleep".to_owned()]

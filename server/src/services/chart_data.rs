@@ -27,7 +27,7 @@ use crate::query::frame::{self, Frame};
 use crate::query::offsets;
 use crate::query::runner::{self, CachePolicy, Outcome};
 use crate::query::sql::{self, Limits, Plan};
-use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck};
+use crate::query::{DatasetColumn, DatasetMetric, Datasource, QueryError, sqlcheck, template};
 use crate::state::{AppState, SavedChart};
 use crate::store::catalog::{self, CHART, DATASET};
 use crate::store::model::Record;
@@ -242,6 +242,13 @@ async fn load_datasource(state: &AppState, id: i64) -> Result<(Datasource, Conne
             schema: opt_text(rec.text("schema")),
             table_name: rec.text("table_name"),
             sql: opt_text(rec.text("sql")),
+            template_params: serde_json::from_str::<Json_>(&rec.text("template_params"))
+                .ok()
+                .and_then(|v| match v {
+                    Json_::Object(m) => Some(m),
+                    _ => None,
+                })
+                .unwrap_or_default(),
             main_dttm_col: opt_text(rec.text("main_dttm_col")),
             cache_timeout: rec.get("cache_timeout"),
             database_cache_timeout: db.and_then(|d| d.get("cache_timeout")),
@@ -327,8 +334,11 @@ pub async fn execute(
     for q in &mut ctx.queries {
         q.row_filters.clone_from(&row_filters);
     }
+    // Templates read the request as sent (Superset's `get_form_data`: the first query
+    // object, before the granularity rewrites its filters).
+    let tpl = templating(state, user, ds, &ctx, raw).await?;
     ctx.apply_granularity(ds);
-    let run = Run::new(state, ds, spec, &ctx, raw, chart).await?;
+    let run = Run::new(state, user, ds, spec, &ctx, raw, chart, tpl).await?;
     run.ensure_totals(&mut ctx).await?;
     // 3–5. Run, post-process and shape each query.
     let mut answers = Vec::with_capacity(ctx.queries.len());
@@ -340,6 +350,51 @@ pub async fn execute(
         answers,
         policy: run.policy,
     })
+}
+
+/// What a chart-data request's templates see: the caller, the first query object's
+/// `url_params` (else the form data's), simple filters and time range, and the datasets their
+/// `dataset()`/`metric()` calls name.
+async fn templating(
+    state: &AppState,
+    user: &CurrentUser,
+    ds: &Datasource,
+    ctx: &QueryContext,
+    raw: &Json_,
+) -> Result<sql::Templating, Error> {
+    let now = chrono::Utc::now().naive_utc();
+    let mut facts = template::Facts::neutral(now);
+    if !state.config.query.template_processing {
+        return super::templating::templating(state, user, facts, None, ds.database_id, &[]).await;
+    }
+    facts.user = super::templating::user_facts(user);
+    if let Some(first) = ctx.queries.first() {
+        facts.url_params = first.url_params.clone();
+        facts.filters = first
+            .filters
+            .iter()
+            .filter_map(|f| match &f.col {
+                context::ColumnRef::Name(n) => Some(json!({"col": n, "op": f.op, "val": f.val})),
+                context::ColumnRef::Adhoc { .. } => None,
+            })
+            .collect();
+        facts.time_range = first.time_range.clone();
+    }
+    if facts.url_params.is_empty()
+        && let Some(params) = ctx
+            .form_data
+            .as_ref()
+            .and_then(|f| f.get("url_params"))
+            .and_then(Json_::as_object)
+    {
+        facts.url_params = params
+            .iter()
+            .filter(|(_, v)| v.is_string())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+    }
+    let body = raw.to_string();
+    super::templating::templating(state, user, facts, Some(ds), ds.database_id, &[&body]).await
 }
 
 /// The response of a chart-data request in its format.
@@ -395,10 +450,10 @@ fn ms(t: Option<NaiveDateTime>) -> Json_ {
 /// What every query of one request shares: the dataset, the limits, "now", the cache policy.
 struct Run<'a> {
     state: &'a AppState,
+    user: &'a CurrentUser,
     ds: &'a Datasource,
     spec: &'a ConnectionSpec,
     limits: Limits,
-    now: NaiveDateTime,
     policy: CachePolicy,
     /// The `cache_timeout` the payload reports (the chain's first set value).
     cache_timeout: i64,
@@ -407,6 +462,8 @@ struct Run<'a> {
     /// The request's query context as sent, remembered for `GET /chart/data/<cache_key>`
     /// (shared, not copied, by every query that remembers it).
     raw: &'a Arc<Json_>,
+    /// How the queries' templates render.
+    tpl: sql::Templating,
 }
 
 /// What a query's payload reports besides its frame.
@@ -429,13 +486,16 @@ impl<'a> Run<'a> {
     /// The settings of a request: limits from the configuration, and the cache timeout by
     /// Superset's chain (the request's custom timeout, the chart's, the dataset's, the
     /// database's, the default).
+    #[allow(clippy::too_many_arguments)]
     async fn new(
         state: &'a AppState,
+        user: &'a CurrentUser,
         ds: &'a Datasource,
         spec: &'a ConnectionSpec,
         ctx: &QueryContext,
         raw: &'a Arc<Json_>,
         chart: Option<&Record>,
+        tpl: sql::Templating,
     ) -> Result<Run<'a>, Error> {
         let slice_timeout = match ctx
             .form_data
@@ -467,6 +527,7 @@ impl<'a> Run<'a> {
         );
         Ok(Run {
             state,
+            user,
             ds,
             spec,
             limits: Limits {
@@ -474,12 +535,12 @@ impl<'a> Run<'a> {
                 samples_row_limit: q.samples_row_limit,
                 sql_max_row: q.sql_max_row,
             },
-            now: chrono::Utc::now().naive_utc(),
             policy,
             cache_timeout,
             force: ctx.force,
             result_format: ctx.result_format,
             raw,
+            tpl,
         })
     }
 
@@ -573,19 +634,32 @@ impl<'a> Run<'a> {
 
     /// A query's SQL.
     fn plan(&self, query: &QueryObject, kind: ResultType) -> Result<Plan, Error> {
-        Ok(sql::build(self.ds, query, kind, &self.limits, self.now)?)
+        Ok(sql::build(self.ds, query, kind, &self.limits, &self.tpl)?)
     }
 
     /// Runs a planned query through the results cache and single flight, refused when it
     /// calls a function the database may not call.
     async fn fetch(&self, plan: &Plan) -> Result<Fetched, Error> {
         let max_rows = usize::try_from(plan.row_limit.max(1)).unwrap_or(usize::MAX);
-        let key = runner::cache_key(self.spec, &plan.sql, max_rows);
+        let key = runner::cache_key_with(self.spec, &plan.sql, &plan.extra_cache_keys, max_rows);
         // The key names the database (id, revision) and the SQL: a statement that passed the
-        // check once passes again, so a chart's SQL is not parsed on every request.
+        // checks once passes again, so a chart's SQL is not parsed on every request. A
+        // rendered dataset SQL reading tables beyond its saved form passed for this caller
+        // only, so it is checked again for the next.
         if !self.state.runner.passed_checks(&key) {
             self.check_functions(&plan.sql)?;
-            self.state.runner.note_passed_checks(&key).await;
+            let for_everyone = match &plan.rendered_dataset_sql {
+                None => true,
+                Some(rendered) => {
+                    super::templating::check_rendered_tables(
+                        self.state, self.user, &self.tpl, self.ds, rendered,
+                    )
+                    .await?
+                }
+            };
+            if for_everyone {
+                self.state.runner.note_passed_checks(&key).await;
+            }
         }
         let outcome = self
             .state
@@ -663,7 +737,7 @@ impl<'a> Run<'a> {
             "cache_key": fetched.key,
             "cached_dttm": outcome.cached_at.map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string()),
             "cache_timeout": self.cache_timeout,
-            "applied_template_filters": [],
+            "applied_template_filters": plan.applied_template_filters,
             "annotation_data": {},
             "error": null,
             "is_cached": outcome.cached_at.is_some(),

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use serde_json::{Value as Json_, json};
+use serde_json::{Map, Value as Json_, json};
 
 use super::Error;
 use crate::auth::CurrentUser;
@@ -27,6 +27,7 @@ use crate::query::frame::Frame;
 use crate::query::sql::sql_dialect;
 use crate::query::sqlcheck::{self, SqlDialect};
 use crate::query::sqllab::{self, Plan, RunOutcome, SqlLabError};
+use crate::query::template;
 use crate::state::AppState;
 use crate::store::Value;
 use crate::store::catalog::{self, DATABASE, DATASET, QUERY};
@@ -189,9 +190,47 @@ pub async fn access_refusal(
     db: &Record,
     sql: Option<(SqlDialect, &str)>,
 ) -> Result<Option<SqlLabError>, Error> {
+    let ids = match reach(state, user, db).await? {
+        Reach::Database => return Ok(None),
+        Reach::Refused(r) => return Ok(Some(r)),
+        Reach::Datasets(ids) => ids,
+    };
+    let Some((dialect, sql)) = sql else {
+        return Ok(None);
+    };
+    let tables = match sqlcheck::tables_read(dialect, sql) {
+        Ok(tables) => tables,
+        Err(e) => return Ok(Some(e.into())),
+    };
+    missing_tables(state, user, db, dialect, tables, &ids).await
+}
+
+/// [`access_refusal`] for tables already known (those a rendered template adds).
+pub async fn tables_refusal(
+    state: &AppState,
+    user: &CurrentUser,
+    db: &Record,
+    dialect: SqlDialect,
+    tables: std::collections::BTreeSet<sqlcheck::TableRef>,
+) -> Result<Option<SqlLabError>, Error> {
+    match reach(state, user, db).await? {
+        Reach::Database => Ok(None),
+        Reach::Refused(r) => Ok(Some(r)),
+        Reach::Datasets(ids) => missing_tables(state, user, db, dialect, tables, &ids).await,
+    }
+}
+
+/// How a caller reaches a database: whole, through some datasets, or not at all.
+enum Reach {
+    Database,
+    Datasets(Vec<i64>),
+    Refused(SqlLabError),
+}
+
+async fn reach(state: &AppState, user: &CurrentUser, db: &Record) -> Result<Reach, Error> {
     let g = user.grants();
     if g.guest.is_none() && (g.all || g.database_ids.contains(&db.id)) {
-        return Ok(None);
+        return Ok(Reach::Database);
     }
     let scope = Pred::And(vec![
         catalog::dataset_scope(g),
@@ -205,20 +244,25 @@ pub async fn access_refusal(
             database_id = db.id,
             user_id = user.user.id
         );
-        return Ok(Some(SqlLabError::DatabaseForbidden(format!(
+        return Ok(Reach::Refused(SqlLabError::DatabaseForbidden(format!(
             "[{}].(id:{})",
             db.text("database_name"),
             db.id
         ))));
     }
-    let Some((dialect, sql)) = sql else {
-        return Ok(None);
-    };
-    let tables = match sqlcheck::tables_read(dialect, sql) {
-        Ok(tables) => tables,
-        Err(e) => return Ok(Some(e.into())),
-    };
-    let datasets = state.store.load(&DATASET, &ids, &[]).await?;
+    Ok(Reach::Datasets(ids))
+}
+
+/// The tables among `tables` that none of the physical datasets `ids` covers: refused.
+async fn missing_tables(
+    state: &AppState,
+    user: &CurrentUser,
+    db: &Record,
+    dialect: SqlDialect,
+    tables: std::collections::BTreeSet<sqlcheck::TableRef>,
+    ids: &[i64],
+) -> Result<Option<SqlLabError>, Error> {
+    let datasets = state.store.load(&DATASET, ids, &[]).await?;
     let default_schema = match dialect {
         SqlDialect::Postgres => "public",
         SqlDialect::Sqlite => "main",
@@ -468,8 +512,10 @@ pub struct Script {
     pub tmp_table_name: Option<String>,
     /// CREATE TABLE AS SELECT asked for: refused.
     pub select_as_cta: bool,
-    /// Non-empty Jinja template parameters were sent: refused.
-    pub template_params: bool,
+    /// Jinja template parameters (`templateParams`; `_filters` feeds `filter_values`).
+    pub template_params: Map<String, Json_>,
+    /// The request's query-string parameters (`url_param`, as given).
+    pub url_params: Map<String, Json_>,
     /// Run in the background, when the database allows it.
     pub run_async: bool,
 }
@@ -522,10 +568,19 @@ pub async fn execute(
     if b.select_as_cta {
         return Err(SqlLabError::CtasUnsupported.into());
     }
-    if b.template_params || sqllab::has_template(&b.sql) {
-        return Err(SqlLabError::TemplateUnsupported.into());
-    }
-    check_access(state, user, &db, Some((d, &b.sql))).await?;
+    // The template renders first: access, row-level security and the plan judge the SQL
+    // that runs (Superset's `raise_for_access` renders it too).
+    let rendered = render(
+        state,
+        user,
+        db.id,
+        engine,
+        &b.sql,
+        &b.template_params,
+        &b.url_params,
+    )
+    .await?;
+    check_access(state, user, &db, Some((d, &rendered))).await?;
 
     let limit = limit(state, b.query_limit);
     let client_id = b
@@ -573,7 +628,7 @@ pub async fn execute(
     let denied = state
         .config
         .disallowed_functions_for(&db.text("database_name"));
-    let sql = match with_row_filters(state, user, &db, d, &b.sql, b.schema.as_deref()).await {
+    let sql = match with_row_filters(state, user, &db, d, &rendered, b.schema.as_deref()).await {
         Ok(sql) => sql,
         Err(e) => {
             record_failure(state, query_id, &e, describe).await;
@@ -837,23 +892,62 @@ pub struct Cost {
     pub total: Option<String>,
 }
 
+/// A SQL Lab script's Jinja template rendered (Superset's `SqlQueryRenderImpl`): the caller's
+/// user macros, `template_params` as variables (their `_filters` feed `filter_values`), the
+/// request's query string for `url_param`, and `dataset()`/`metric()` of the caller's datasets
+/// in this database. No value check: the user writes the SQL and the values alike, and the
+/// result passes every check a typed script does. SQL without template syntax is returned
+/// as it is.
+pub async fn render(
+    state: &AppState,
+    user: &CurrentUser,
+    database_id: i64,
+    engine: Engine,
+    sql: &str,
+    template_params: &Map<String, Json_>,
+    url_params: &Map<String, Json_>,
+) -> Result<String, Error> {
+    if !template::has_template(sql) {
+        return Ok(sql.to_owned());
+    }
+    let mut facts = template::Facts::neutral(chrono::Utc::now().naive_utc());
+    facts.user = super::templating::user_facts(user);
+    facts.url_params = url_params.clone();
+    facts.escape_url_params = false;
+    if let Some(Json_::Array(filters)) = template_params.get("_filters") {
+        facts.filters = filters.clone();
+    }
+    let tpl = super::templating::templating(state, user, facts, None, database_id, &[sql]).await?;
+    let sql = sql.trim().trim_end_matches(';');
+    tpl.script_renderer(crate::engines::Dialect::of(engine), template_params)
+        .render(sql)
+        .map_err(|e| SqlLabError::Template(e).into())
+}
+
 /// `POST /sqllab/estimate/`: each statement's cost by PostgreSQL's planner (`EXPLAIN`, never
-/// executed), after the same access and function checks as a run. Needs
-/// `"cost_estimate_enabled": true` in the database's `extra`; `template_params` says whether
-/// non-empty Jinja parameters were sent (refused).
+/// executed), after the same template rendering, access and function checks as a run. Needs
+/// `"cost_estimate_enabled": true` in the database's `extra`.
 pub async fn estimate(
     state: &AppState,
     user: &CurrentUser,
     database_id: i64,
     sql: &str,
-    template_params: bool,
+    template_params: &Map<String, Json_>,
 ) -> Result<Vec<Cost>, Error> {
     let db = database_record(state, database_id).await?;
     let spec = connections::connection_spec(state, db.id).await?;
     let d = sql_dialect(spec.uri.engine);
-    if template_params || sqllab::has_template(sql) {
-        return Err(SqlLabError::TemplateUnsupported.into());
-    }
+    let rendered = render(
+        state,
+        user,
+        db.id,
+        spec.uri.engine,
+        sql,
+        template_params,
+        &Map::new(),
+    )
+    .await?;
+    let sql = rendered.as_str();
     check_access(state, user, &db, Some((d, sql))).await?;
     if spec.uri.engine != Engine::Postgres {
         return Err(SqlLabError::Invalid(format!(
