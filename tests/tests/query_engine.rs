@@ -8,6 +8,10 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use liteset_tests::{ADMIN_PASSWORD, Api, TestServer, pg, status_json};
+
+// A test crate root resolves `mod x;` beside itself, hence the path.
+#[path = "query_engine/templating.rs"]
+mod templating;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 

@@ -540,9 +540,9 @@ async fn sqllab_runs_scripts_like_superset() {
             "",
         ),
         (
-            json!({"database_id": ro, "sql": "SELECT 1", "templateParams": "{\"a\": 1}"}),
+            json!({"database_id": ro, "sql": "SELECT 1", "templateParams": "{\"a\": "}),
             StatusCode::BAD_REQUEST,
-            "INVALID_TEMPLATE_PARAMS_ERROR",
+            "",
         ),
         (
             json!({"database_id": ro, "sql": "SELECT '{{ a }}'"}),

@@ -156,15 +156,18 @@ impl Templating {
                 ),
             );
         }
-        // Superset: `template_kwargs.update(self.template_params_dict)`.
+        // The author's variables: the column names and (Superset's
+        // `template_kwargs.update(self.template_params_dict)`) the template parameters.
+        let mut params = Map::new();
+        params.insert(
+            "table_columns".into(),
+            vars.remove("table_columns").unwrap_or_default(),
+        );
         for (k, v) in &ds.template_params {
-            vars.insert(k.clone(), v.clone());
+            params.insert(k.clone(), v.clone());
         }
-        let mut trusted = BTreeSet::new();
-        collect_strings(&Json::Object(ds.template_params.clone()), &mut trusted);
-        trusted.extend(ds.columns.iter().map(|c| c.name.clone()));
-        trusted.extend(ds.metrics.iter().map(|m| m.name.clone()));
         r.vars = Arc::new(vars);
+        r.params = Arc::new(params);
         r.column_types = Arc::new(
             ds.columns
                 .iter()
@@ -179,7 +182,6 @@ impl Templating {
                     .collect(),
             );
         }
-        r.trusted = Arc::new(trusted);
         r.checked = true;
         r.catalog = Some(Arc::new(self.clone()) as Arc<dyn Catalog>);
         r.dataset_id = Some(ds.id);
@@ -191,7 +193,7 @@ impl Templating {
     /// writes template and values alike).
     pub fn script_renderer(&self, dialect: Dialect, params: &Map<String, Json>) -> Renderer {
         let mut r = Renderer::new(self.enabled, self.facts.clone(), dialect, self.budget);
-        r.vars = Arc::new(params.clone());
+        r.params = Arc::new(params.clone());
         r.catalog = Some(Arc::new(self.clone()) as Arc<dyn Catalog>);
         r.depth = self.depth;
         r
@@ -301,17 +303,6 @@ fn metric_json(m: &MetricRef) -> Json {
         MetricRef::Sql { label, sql } => {
             json!({"expressionType": "SQL", "label": label, "sqlExpression": sql})
         }
-    }
-}
-
-fn collect_strings(v: &Json, out: &mut BTreeSet<String>) {
-    match v {
-        Json::String(s) => {
-            out.insert(s.clone());
-        }
-        Json::Array(a) => a.iter().for_each(|v| collect_strings(v, out)),
-        Json::Object(o) => o.values().for_each(|v| collect_strings(v, out)),
-        _ => {}
     }
 }
 

@@ -22,9 +22,9 @@
 //! rendered SQL is then tokenized (`sqlcheck::check_value_spans`): a marked value must lie
 //! inside a quoted literal (or be made only of literals, numbers and commas, as a quoted
 //! `IN` list is). Vouched for are SQL the macros generate (`where_in`, `dataset`, `metric`,
-//! `get_time_filter`'s expressions: quoted by the engine's dialect), numbers, and strings the
-//! author wrote: string literals inside the template's own `{{ }}`/`{% %}` blocks, the
-//! dataset's template parameters and column names. SQL Lab renders without marks: its user
+//! `get_time_filter`'s expressions: quoted by the engine's dialect), numbers, the dataset's
+//! template parameters and column names (vouched for by where they come from), and string
+//! literals the author wrote inside the template's own `{{ }}`/`{% %}` blocks. SQL Lab renders without marks: its user
 //! writes the SQL and the values alike.
 
 use std::collections::{BTreeSet, HashMap};
@@ -150,10 +150,15 @@ pub struct Facts {
 }
 
 impl Facts {
-    /// Facts with no user, parameters or filters (a dataset's SQL as its author saved it).
+    /// Facts with no parameters or filters and a placeholder user (id 0, no name, email or
+    /// roles): a dataset's SQL as its author saved it, the same for every caller, so that
+    /// `WHERE user_id = {{ current_user_id() }}` is still SQL.
     pub fn neutral(now: NaiveDateTime) -> Facts {
         Facts {
-            user: UserFacts::default(),
+            user: UserFacts {
+                id: Some(0),
+                ..UserFacts::default()
+            },
             url_params: Map::new(),
             escape_url_params: true,
             filters: Vec::new(),
@@ -219,9 +224,9 @@ pub struct Renderer {
     pub column_types: Arc<HashMap<String, String>>,
     /// `current_user_rls_rules()`: the clauses row-level security applies to this dataset.
     pub rls_clauses: Arc<Vec<String>>,
-    /// Strings the author supplied (template parameters, column and metric names): printed
-    /// as they are.
-    pub trusted: Arc<BTreeSet<String>>,
+    /// Variables the author supplied (the dataset's template parameters, its column names):
+    /// their strings print as they are. They win over `vars`, as in Superset.
+    pub params: Arc<Map<String, Json>>,
     /// Check that request values land inside quoted literals (charts: yes; SQL Lab: no).
     pub checked: bool,
     /// Other datasets, for `dataset()` and `metric()`.
@@ -255,7 +260,7 @@ impl Renderer {
             vars: Arc::new(Map::new()),
             column_types: Arc::new(HashMap::new()),
             rls_clauses: Arc::new(Vec::new()),
-            trusted: Arc::new(BTreeSet::new()),
+            params: Arc::new(Map::new()),
             checked: false,
             catalog: None,
             dataset_id: None,
@@ -370,9 +375,19 @@ impl Renderer {
         }
     }
 
-    /// The render's variables: the query's and the template parameters (macros are globals).
+    /// The render's variables: the query's, then the author's (macros are globals). The
+    /// author's strings are vouched for by where they come from, so a request value equal to
+    /// one is still checked.
     fn context(&self) -> Value {
-        json_value(&Json::Object((*self.vars).clone()))
+        let mut m: std::collections::BTreeMap<String, Value> = self
+            .vars
+            .iter()
+            .map(|(k, v)| (k.clone(), json_value(v, false)))
+            .collect();
+        for (k, v) in self.params.iter() {
+            m.insert(k.clone(), json_value(v, true));
+        }
+        Value::from(m)
     }
 
     fn environment<'s>(&self, source: &str) -> Environment<'s> {
@@ -391,11 +406,10 @@ impl Renderer {
         // Every capture (`{% set x %}…{% endset %}`, macro bodies) is then author text with
         // request values marked inside, returned as a vouched-for string.
         env.set_auto_escape_callback(|_| AutoEscape::Custom("sql".into()));
-        let trusted = self.trusted.clone();
         let literals: Arc<BTreeSet<String>> = Arc::new(block_literals(source));
         let checked = self.checked;
         env.set_formatter(move |out, state, value| {
-            format_value(out, state, value, checked, &trusted, &literals)
+            format_value(out, state, value, checked, &literals)
         });
         self.add_macros(&mut env);
         env
@@ -481,7 +495,7 @@ impl Renderer {
                 kwargs.assert_all_used()?;
                 let given = me.facts.url_params.get(&param).filter(|v| truthy(v));
                 let mut result = match given {
-                    Some(v) => json_value(v),
+                    Some(v) => json_value(v, false),
                     None => default.unwrap_or(Value::from(())),
                 };
                 if me.facts.escape_url_params
@@ -523,7 +537,9 @@ impl Renderer {
                 {
                     return Ok(Value::from(vec![d]));
                 }
-                Ok::<_, MjError>(Value::from(out.iter().map(json_value).collect::<Vec<_>>()))
+                Ok::<_, MjError>(Value::from(
+                    out.iter().map(|v| json_value(v, false)).collect::<Vec<_>>(),
+                ))
             },
         );
         let me = self.clone();
@@ -538,7 +554,7 @@ impl Renderer {
                 Ok::<_, MjError>(Value::from(
                     me.filters_of(&column, remove)
                         .iter()
-                        .map(json_value)
+                        .map(|f| json_value(f, false))
                         .collect::<Vec<_>>(),
                 ))
             },
@@ -817,8 +833,8 @@ fn render_error(kind: &'static str, message: String, line: Option<usize>) -> Tem
     }
 }
 
-/// A JSON value as a template value.
-fn json_value(v: &Json) -> Value {
+/// A JSON value as a template value; `vouched` strings print unchecked (the author's).
+fn json_value(v: &Json, vouched: bool) -> Value {
     match v {
         Json::Null => Value::from(()),
         Json::Bool(b) => Value::from(*b),
@@ -827,11 +843,12 @@ fn json_value(v: &Json) -> Value {
             (None, Some(u)) => Value::from(u),
             _ => Value::from(n.as_f64().unwrap_or(f64::NAN)),
         },
+        Json::String(s) if vouched => Value::from_safe_string(s.clone()),
         Json::String(s) => Value::from(s.as_str()),
-        Json::Array(a) => Value::from(a.iter().map(json_value).collect::<Vec<_>>()),
+        Json::Array(a) => Value::from(a.iter().map(|v| json_value(v, vouched)).collect::<Vec<_>>()),
         Json::Object(o) => Value::from(
             o.iter()
-                .map(|(k, v)| (k.clone(), json_value(v)))
+                .map(|(k, v)| (k.clone(), json_value(v, vouched)))
                 .collect::<std::collections::BTreeMap<_, _>>(),
         ),
     }
@@ -860,7 +877,6 @@ fn format_value(
     _state: &State<'_, '_>,
     value: &Value,
     checked: bool,
-    trusted: &BTreeSet<String>,
     literals: &BTreeSet<String>,
 ) -> Result<(), MjError> {
     if value.is_undefined() {
@@ -888,7 +904,7 @@ fn format_value(
         return write(out, &text);
     }
     if let Some(s) = value.as_str() {
-        if value.is_safe() || !checked || trusted.contains(s) || literals.contains(s) {
+        if value.is_safe() || !checked || literals.contains(s) {
             return write(out, s);
         }
         // A string already carrying marks (a capture of author text with values inside) keeps
