@@ -123,6 +123,7 @@ async fn every_golden_vector_passes_through_the_wasm_plugin() {
         schema: None,
         table_name: "golden".into(),
         sql: None,
+        template_params: Default::default(),
         main_dttm_col: None,
         cache_timeout: None,
         database_cache_timeout: None,
