@@ -112,6 +112,10 @@ impl Templating {
             Dialect::of(ds.engine),
             self.budget,
         );
+        if !self.enabled {
+            // Nothing renders: the renderer only refuses template syntax.
+            return r;
+        }
         let table_columns: Vec<Json> = ds.columns.iter().map(|c| json!(c.name)).collect();
         let mut vars = Map::new();
         let null = Json::Null;
@@ -611,7 +615,7 @@ fn build_with(
         rendered_dataset_sql,
         ..Plan::default()
     };
-    let removed = |col: &str| b.r.consumed().removed.iter().any(|c| c == col);
+    let removed = |col: &str| b.r.removed(col);
 
     let is_timeseries = q.is_timeseries.unwrap_or_else(|| {
         q.columns

@@ -278,6 +278,11 @@ impl Renderer {
             .clone()
     }
 
+    /// Whether a template took over the filters on `column` (`remove_filter=True`).
+    pub fn removed(&self, column: &str) -> bool {
+        self.track(|t| t.removed.iter().any(|c| c == column))
+    }
+
     fn track<R>(&self, f: impl FnOnce(&mut Tracker) -> R) -> R {
         f(&mut self.tracker.lock().unwrap_or_else(PoisonError::into_inner))
     }
@@ -607,8 +612,14 @@ impl Renderer {
                 };
                 let fmt = format.unwrap_or_else(|| "%Y-%m-%d %H:%M:%S".into());
                 let v = v.trim_matches(|c| c == '\'' || c == '"');
-                NaiveDateTime::parse_from_str(v, &fmt)
-                    .map(|d| Value::from(d.format("%Y-%m-%d %H:%M:%S").to_string()))
+                // Python's strptime: the parts the format leaves out are midnight.
+                let mut parsed = chrono::format::Parsed::new();
+                chrono::format::parse(&mut parsed, v, chrono::format::StrftimeItems::new(&fmt))
+                    .and_then(|()| parsed.to_naive_date())
+                    .map(|d| {
+                        let t = parsed.to_naive_time().unwrap_or(chrono::NaiveTime::MIN);
+                        Value::from(d.and_time(t).format("%Y-%m-%d %H:%M:%S").to_string())
+                    })
                     .map_err(|e| {
                         MjError::new(
                             ErrorKind::InvalidOperation,
@@ -1257,6 +1268,60 @@ mod tests {
             lab.render("SELECT * FROM {{ url_param('region') }}")
                 .expect("renders"),
             "SELECT * FROM north"
+        );
+    }
+
+    /// The examples of `jinja_context.py`'s docstrings, as Superset renders them.
+    #[test]
+    fn superset_docstring_examples() {
+        let r = renderer(crate::uri::Engine::Postgres, facts(), true);
+        let cases = [
+            ("{{ [1, \"Joe's\", 3]|where_in }}", "(1, 'Joe''s', 3)"),
+            ("{{ []|where_in }}", "()"),
+            ("{{ []|where_in(default_to_none=True) }}", "None"),
+            (
+                "{{ ['a']|where_in(mark=\"'\") }}",
+                "('a')\n-- WARNING: the `mark` parameter was removed from the `where_in` macro \
+                 for security reasons\n",
+            ),
+            ("{{ [true, none, 1.5]|where_in }}", "(true, NULL, 1.5)"),
+            (
+                "{{ '2024-01-02 03:04:05'|to_datetime }}",
+                "2024-01-02 03:04:05",
+            ),
+            (
+                "{{ \"'2024-01-02'\"|to_datetime('%Y-%m-%d') }}",
+                "2024-01-02 00:00:00",
+            ),
+            // `get_filters`: the docstring's loop over IN and LIKE.
+            (
+                "WHERE 1=1\n{%- for filter in get_filters('region', remove_filter=True) -%}\
+                 {%- if filter.get('op') == 'IN' -%} AND region IN ( {{ \"'\" + \"', '\".join(filter.get('val')) + \"'\" }} )\
+                 {%- endif -%}{%- endfor -%}",
+                "WHERE 1=1AND region IN ( 'north', 'O'Hara' )",
+            ),
+            (
+                "{{ filter_values('region')|tojson }}",
+                "[\"north\",\"O\\u0027Hara\"]",
+            ),
+            ("{{ cache_key_wrapper(41) + 1 }}", "42"),
+        ];
+        for (t, want) in cases {
+            let lab = renderer(crate::uri::Engine::Postgres, facts(), false);
+            assert_eq!(lab.render(t).expect(t), want, "{t}");
+        }
+        // SQL Lab prints what the template joins; in charts a quote inside a filter value
+        // breaks out of the example's literal, so it is refused (where_in escapes it instead).
+        assert!(matches!(
+            r.render(cases[7].0),
+            Err(TemplateError::Unquoted(_))
+        ));
+        let sqlite = renderer(crate::uri::Engine::Sqlite, facts(), true);
+        assert_eq!(
+            sqlite
+                .render("{{ [true, false]|where_in }}")
+                .expect("renders"),
+            "(1, 0)"
         );
     }
 

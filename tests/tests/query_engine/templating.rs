@@ -487,6 +487,17 @@ async fn superset_macros_render_and_run_on_postgres_and_sqlite() {
             "{r}"
         );
 
+        // from_dttm / to_dttm: the query's time bounds as Python's isoformat().
+        let bounds = json!({
+            "filters": [{"col": "ds", "op": "TEMPORAL_RANGE", "val": "2024-01-01 : 2024-02-01"}],
+            "extras": {"where": "'{{ from_dttm }}' = '2024-01-01T00:00:00' AND '{{ to_dttm }}' = '2024-02-01T00:00:00' AND {{ row_limit }} = 100"},
+        });
+        assert_eq!(
+            sum(&admin, total(base, bounds)).await,
+            json!(30),
+            "{engine}"
+        );
+
         // extras.where with a template, quoted.
         let south = json!({"extras": {"where": "region = '{{ url_param('r') }}'"}, "url_params": {"r": "south"}});
         assert_eq!(sum(&admin, total(base, south)).await, json!(20));
