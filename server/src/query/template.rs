@@ -317,7 +317,7 @@ impl Renderer {
         let rendered = match (out, failure) {
             (_, Some(f)) => return Err(f),
             (Ok(s), None) => s,
-            (Err(e), None) => return Err(self.describe(&e, source)),
+            (Err(e), None) => return Err(self.describe(&e)),
         };
         if rendered.len() > self.budget.max_bytes {
             return Err(render_error(
@@ -341,7 +341,7 @@ impl Renderer {
     }
 
     /// The error of a failed render, in Superset's words.
-    fn describe(&self, e: &MjError, source: &str) -> TemplateError {
+    fn describe(&self, e: &MjError) -> TemplateError {
         let detail = e.detail().unwrap_or("").to_owned();
         let line = e.line();
         match e.kind() {
@@ -349,7 +349,7 @@ impl Renderer {
                 render_error("TemplateSyntaxError", detail, line)
             }
             ErrorKind::UndefinedError => {
-                let names = undefined_names(&detail, source, &self.vars);
+                let names = undefined_names(&detail);
                 TemplateError::Render {
                     kind: "UndefinedError",
                     message: detail,
@@ -1088,10 +1088,8 @@ fn strftime_of(d: NaiveDateTime, fmt: &str) -> Result<String, MjError> {
     Ok(s)
 }
 
-/// The undefined names a failed render printed: the one minijinja names, else every name the
-/// template reads that is neither a variable nor a macro.
-fn undefined_names(detail: &str, _source: &str, _vars: &Map<String, Json>) -> Vec<String> {
-    // minijinja words it "`name` is undefined".
+/// The undefined name a failed render printed, as minijinja words it ("`name` is undefined").
+fn undefined_names(detail: &str) -> Vec<String> {
     if let Some(start) = detail.find('`')
         && let Some(len) = detail[start + 1..].find('`')
     {
