@@ -1238,6 +1238,16 @@ mod tests {
             "SELECT * FROM t WHERE x IN ({{ \"'\" + \"','\".join(filter_values('region')) + \"'\" }})",
             "SELECT {{ filter_values('region') }}",
             "SELECT * FROM t WHERE r = '{{ url_param('evil')|replace(\"''\", \"'\") }}'",
+            // Captures and macros keep the marks of what they print.
+            "{% set x %}{{ url_param('evil') }}{% endset %}SELECT {{ x }}",
+            "{% set x %}AND {{ url_param('region') }}{% endset %}SELECT 1 WHERE 1=1 {{ x }}",
+            "{% macro q(v) %}'{{ v }}'{% endmacro %}SELECT {{ q(filter_values('region')[1]) }}",
+            // Transformed values stay the request's.
+            "SELECT {{ url_param('region')|upper }}",
+            "SELECT {{ url_param('region') ~ '_x' }}",
+            "SELECT {{ '%s'|format(url_param('region')) }}",
+            "SELECT {{ url_param('region')|tojson }}",
+            "SELECT {{ [url_param('region')]|join(',') }}",
         ] {
             let e = r.render(t).expect_err(t);
             assert!(matches!(e, TemplateError::Unquoted(_)), "{t}: {e:?}");
@@ -1253,6 +1263,18 @@ mod tests {
             ),
             ("SELECT {{ url_param('id')|int }}", "SELECT 42"),
             ("SELECT {{ url_param('id') }}", "SELECT 42"),
+            (
+                "{% macro q(v) %}'{{ v }}'{% endmacro %}SELECT {{ q(url_param('evil')) }}",
+                "SELECT 'x'' OR ''1''=''1'",
+            ),
+            (
+                "SELECT '{{ url_param('nl') }}'",
+                "SELECT 'a\nUNION SELECT 1'",
+            ),
+            (
+                "{% set w %}WHERE r = '{{ url_param('region') }}'{% endset %}SELECT 1 {{ w }}",
+                "SELECT 1 WHERE r = 'north'",
+            ),
             (
                 "SELECT 1 -- {{ url_param('evil') }}",
                 "SELECT 1 -- x'' OR ''1''=''1",
