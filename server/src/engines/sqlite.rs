@@ -832,25 +832,9 @@ pub(crate) fn datetime_literal(dt: chrono::NaiveDateTime, type_name: &str) -> St
 /// (`DATE` included) none.
 pub(crate) fn convert_dttm(dt: chrono::NaiveDateTime, target_type: &str) -> Option<String> {
     let t = target_type.trim().to_ascii_lowercase();
-    let string = [
-        "string",
-        "char",
-        "varchar",
-        "text",
-        "tinytext",
-        "mediumtext",
-        "longtext",
-    ]
-    .iter()
-    .any(|p| t.starts_with(p))
-        || t.starts_with("nchar")
-        || t.starts_with("nvarchar")
-        || t.starts_with("ntext");
-    if string || t.starts_with("timestamp") || t.starts_with("datetime") {
-        Some(format!("'{}'", dt.format("%Y-%m-%d %H:%M:%S")))
-    } else {
-        None
-    }
+    let datetime = t.starts_with("timestamp") || t.starts_with("datetime");
+    (datetime || super::generic_type(&t) == Some(super::GenericType::String))
+        .then(|| format!("'{}'", dt.format("%Y-%m-%d %H:%M:%S")))
 }
 
 /// Runs one statement (see [`super::Engines::execute`]) on the blocking pool. Dropping the

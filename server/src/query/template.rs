@@ -1223,6 +1223,21 @@ mod tests {
             )
             .expect("renders");
         assert_eq!(sql, "'2025-06-08 00:00:00'|None");
+        // Superset's `convert_dttm` by SQLAlchemy type: SQLite converts strings and datetimes,
+        // PostgreSQL dates and datetimes; anything else has no literal.
+        let lite = Dialect::of(crate::uri::Engine::Sqlite);
+        let pg = Dialect::of(crate::uri::Engine::Postgres);
+        for (d, t, some) in [
+            (lite, "VARCHAR(10)", true),
+            (lite, "DATETIME", true),
+            (lite, "DATE", false),
+            (lite, "INTEGER", false),
+            (pg, "DATE", true),
+            (pg, "TIMESTAMP WITH TIME ZONE", true),
+            (pg, "TEXT", false),
+        ] {
+            assert_eq!(d.convert_dttm(now(), t).is_some(), some, "{t}");
+        }
     }
 
     #[test]
