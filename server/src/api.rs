@@ -8,6 +8,7 @@
 mod assets;
 mod bundles;
 pub(crate) mod chart;
+mod chart_app;
 mod chart_data;
 mod dashboard;
 mod dashboard_page;
@@ -110,6 +111,7 @@ type Apis = (
         spa::SpaApi,
         sqllab::LegacySqlJsonApi,
         rls::RlsApi,
+        chart_app::ChartAppApi,
     ),
 );
 
@@ -184,6 +186,9 @@ pub fn openapi(state: &Arc<AppState>) -> OpenApiService<Apis, ()> {
                 rls::RlsApi {
                     state: state.clone(),
                 },
+                chart_app::ChartAppApi {
+                    state: state.clone(),
+                },
             ),
         ),
         "Liteset",
@@ -217,6 +222,7 @@ pub fn routes(state: Arc<AppState>) -> impl Endpoint + 'static {
         route = route.at(*page, poem::get(shell::spa_page));
     }
     route = route.at("/embedded/:uuid", poem::get(shell::embedded_page));
+    route = route.at(chart_app::BRIDGE_PATH, poem::get(chart_app::bridge_script));
     route
         .at("/swagger/v1", swagger)
         .nest("/", api.into_endpoint())

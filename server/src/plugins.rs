@@ -11,6 +11,7 @@
 
 mod bindings;
 mod call;
+pub mod chart_type;
 pub mod pipeline;
 pub mod registry;
 pub mod runtime;

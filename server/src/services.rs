@@ -9,6 +9,7 @@
 //! service can be called by any handler (or test) and answer the same.
 
 pub mod chart;
+pub mod chart_app;
 pub mod chart_data;
 pub mod dashboard;
 pub mod database;

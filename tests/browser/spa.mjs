@@ -520,6 +520,11 @@ if (loggedIn) {
     });
   }
 
+  if (process.env.LITESET_VIZ_WATERFALL) {
+    const { vizFlows } = await import('./chart_app.mjs');
+    await vizFlows({ page, step, api, base: BASE, pollPage });
+  }
+
   if (PG) {
     const { flows } = await import('./flows.mjs');
     await flows({ page, context, step, api, base: BASE, pg: PG });

@@ -6,18 +6,15 @@
 //! import allowlist), smoke calls and limits as an upload to a server with default settings,
 //! so nothing here duplicates the server's checks.
 
-use std::collections::BTreeSet;
 use std::io::BufRead as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use chrono::DateTime;
 use serde_json::{Value as Json, json};
 
 use super::{AuthoringError, BuildArgs, Result, TestArgs, read_input};
 use crate::config::PluginConfig;
-use crate::engines::{Cell, ResultColumn, ResultSet};
 use crate::plugins::registry::Loaded;
 use crate::plugins::{Kind, PluginError, PluginSummary, Plugins, table, viz};
 use crate::query::frame::Frame;
@@ -165,91 +162,11 @@ fn json_arg(value: &str, what: &str) -> Result<Json> {
         .map_err(|e| AuthoringError::Usage(format!("{what} is not valid JSON: {e}")))
 }
 
-/// A time cell from epoch milliseconds (what chart-data returns) or ISO 8601 text.
-fn time_cell(v: &Json) -> Option<Cell> {
-    match v {
-        Json::Number(n) => {
-            let ms = n.as_f64()?;
-            DateTime::from_timestamp_micros((ms * 1000.0).round() as i64)
-                .map(|t| Cell::Timestamp(t.naive_utc()))
-        }
-        Json::String(s) => DateTime::parse_from_rfc3339(s)
-            .map(|t| Cell::Timestamp(t.naive_utc()))
-            .ok()
-            // Naive texts are parsed by the frame, as the server parses SQLite's.
-            .or_else(|| Some(Cell::Text(s.clone()))),
-        _ => None,
-    }
-}
-
-fn cell(v: &Json) -> Cell {
-    match v {
-        Json::Null => Cell::Null,
-        Json::Bool(b) => Cell::Bool(*b),
-        Json::Number(n) => match n.as_i64() {
-            Some(i) => Cell::Int(i),
-            None => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Json::String(s) => Cell::Text(s.clone()),
-        other => Cell::Text(other.to_string()),
-    }
-}
-
 /// The input table format of `liteset plugin test`: a JSON list of records, as chart-data's
-/// `data`. Columns come in the order they first appear; a record without a column holds null
-/// there. Values type the columns as the server types query results (numbers, booleans,
-/// text; `temporal` columns as times).
+/// `data` (see [`Frame::from_records`]).
 pub fn records_frame(records: &Json, temporal: &[String]) -> Result<Frame> {
-    let bad = |m: String| AuthoringError::Usage(format!("input: {m}"));
-    let rows = records
-        .as_array()
-        .ok_or_else(|| bad("expected a JSON list of records, [{\"column\": value, ...}]".into()))?;
-    let mut names: Vec<String> = Vec::new();
-    for (i, r) in rows.iter().enumerate() {
-        let obj = r
-            .as_object()
-            .ok_or_else(|| bad(format!("record {i} is not an object")))?;
-        for k in obj.keys() {
-            if !names.contains(k) {
-                names.push(k.clone());
-            }
-        }
-    }
-    for t in temporal {
-        if !names.contains(t) {
-            return Err(bad(format!("--temporal {t}: no such column")));
-        }
-    }
-    let temporal_set: BTreeSet<String> = temporal.iter().cloned().collect();
-    let mut cells = Vec::with_capacity(rows.len());
-    for (i, r) in rows.iter().enumerate() {
-        let obj = r.as_object();
-        let mut row = Vec::with_capacity(names.len());
-        for name in &names {
-            let v = obj.and_then(|o| o.get(name)).unwrap_or(&Json::Null);
-            row.push(if temporal_set.contains(name) && !v.is_null() {
-                time_cell(v).ok_or_else(|| {
-                    bad(format!(
-                        "record {i}: {name} is neither epoch ms nor a time text"
-                    ))
-                })?
-            } else {
-                cell(v)
-            });
-        }
-        cells.push(row);
-    }
-    let rs = ResultSet {
-        columns: names
-            .into_iter()
-            .map(|name| ResultColumn {
-                name,
-                type_name: String::new(),
-            })
-            .collect(),
-        rows: cells,
-    };
-    Ok(Frame::new(rs, &temporal_set))
+    Frame::from_records(records, &[], temporal)
+        .map_err(|m| AuthoringError::Usage(format!("input: {m}")))
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -349,7 +266,7 @@ pub async fn test(args: &TestArgs) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engines::GenericType;
+    use crate::engines::{Cell, GenericType};
 
     #[test]
     fn records_become_a_typed_frame() {

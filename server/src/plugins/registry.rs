@@ -81,6 +81,8 @@ pub struct PluginSummary {
     pub timeout_ms: u64,
     /// When it was uploaded (built-in plugins: `None`).
     pub changed_on: Option<NaiveDateTime>,
+    /// How its viz types appear in Superset's app (viz plugins).
+    pub chart_types: Vec<super::chart_type::ChartType>,
 }
 
 pub(super) enum Pre {
@@ -207,6 +209,11 @@ impl Plugins {
             })?),
         };
         let limits = self.limits(&info.name);
+        let chart_types = info
+            .viz_types
+            .iter()
+            .map(|v| super::chart_type::default_for(v, &info.label, &info.description))
+            .collect();
         let loaded = Loaded {
             summary: PluginSummary {
                 name: info.name,
@@ -223,6 +230,7 @@ impl Plugins {
                 memory_mb: (limits.memory_bytes >> 20) as u64,
                 timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
                 changed_on: None,
+                chart_types,
             },
             pre,
             limits,

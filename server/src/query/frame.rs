@@ -10,7 +10,7 @@ use chrono::{NaiveDate, NaiveDateTime, NaiveTime, Timelike};
 use serde_json::{Map, Number, Value as Json};
 
 use super::Datasource;
-use crate::engines::{Cell, GenericType, ResultSet};
+use crate::engines::{Cell, GenericType, ResultColumn, ResultSet};
 
 /// A result ready for rendering: cells normalised, columns typed.
 #[derive(Clone, Debug, Default)]
@@ -67,6 +67,37 @@ fn parse_datetime(s: &str) -> Option<NaiveDateTime> {
         .map(|d| d.and_time(NaiveTime::MIN))
 }
 
+/// A time cell from epoch milliseconds (what chart data returns) or ISO 8601 text.
+fn time_cell(v: &Json) -> Option<Cell> {
+    match v {
+        Json::Number(n) => {
+            let ms = n.as_f64()?;
+            chrono::DateTime::from_timestamp_micros((ms * 1000.0).round() as i64)
+                .map(|t| Cell::Timestamp(t.naive_utc()))
+        }
+        Json::String(s) => chrono::DateTime::parse_from_rfc3339(s)
+            .map(|t| Cell::Timestamp(t.naive_utc()))
+            .ok()
+            // Naive texts are parsed by the frame, as the server parses SQLite's.
+            .or_else(|| Some(Cell::Text(s.clone()))),
+        _ => None,
+    }
+}
+
+/// A cell of a JSON value as a query would have typed it.
+fn json_cell(v: &Json) -> Cell {
+    match v {
+        Json::Null => Cell::Null,
+        Json::Bool(b) => Cell::Bool(*b),
+        Json::Number(n) => match n.as_i64() {
+            Some(i) => Cell::Int(i),
+            None => Cell::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Json::String(s) => Cell::Text(s.clone()),
+        other => Cell::Text(other.to_string()),
+    }
+}
+
 impl Frame {
     /// Types the columns of `rs`: a label in `temporal` (or a temporal dataset column) is
     /// normalised to timestamps and typed temporal; others are inferred from their values
@@ -100,6 +131,65 @@ impl Frame {
             rows,
             index: None,
         }
+    }
+
+    /// A frame from JSON records, the `data` of a chart-data answer: a list of objects, one
+    /// per row. Columns come in the order `columns` names them (chart data's `colnames`), then
+    /// in the order they first appear; a record without a column holds null there. Values
+    /// type the columns as the server types query results (numbers, booleans, text; other
+    /// JSON as its text); `temporal` columns hold epoch milliseconds (what chart data returns)
+    /// or ISO 8601 text. Used where rows come back from a client: `liteset plugin test` and
+    /// the app's chart drawing.
+    pub fn from_records(
+        records: &Json,
+        columns: &[String],
+        temporal: &[String],
+    ) -> Result<Frame, String> {
+        let rows = records
+            .as_array()
+            .ok_or("expected a JSON list of records, [{\"column\": value, ...}]")?;
+        let mut names: Vec<String> = columns.to_vec();
+        for (i, r) in rows.iter().enumerate() {
+            let obj = r
+                .as_object()
+                .ok_or_else(|| format!("record {i} is not an object"))?;
+            for k in obj.keys() {
+                if !names.contains(k) {
+                    names.push(k.clone());
+                }
+            }
+        }
+        if let Some(t) = temporal.iter().find(|t| !names.contains(t)) {
+            return Err(format!("temporal column {t}: no such column"));
+        }
+        let temporal: BTreeSet<String> = temporal.iter().cloned().collect();
+        let mut cells = Vec::with_capacity(rows.len());
+        for (i, r) in rows.iter().enumerate() {
+            let obj = r.as_object();
+            let mut row = Vec::with_capacity(names.len());
+            for name in &names {
+                let v = obj.and_then(|o| o.get(name)).unwrap_or(&Json::Null);
+                row.push(if temporal.contains(name) && !v.is_null() {
+                    time_cell(v).ok_or_else(|| {
+                        format!("record {i}: {name} is neither epoch ms nor a time text")
+                    })?
+                } else {
+                    json_cell(v)
+                });
+            }
+            cells.push(row);
+        }
+        let rs = ResultSet {
+            columns: names
+                .into_iter()
+                .map(|name| ResultColumn {
+                    name,
+                    type_name: String::new(),
+                })
+                .collect(),
+            rows: cells,
+        };
+        Ok(Frame::new(rs, &temporal))
     }
 
     /// Rows as `{label: value}` records.

@@ -55,7 +55,8 @@ pub struct SavedChartOptions {
 }
 
 /// `POST /chart/data`: runs a query context sent by the client.
-pub async fn data(state: &AppState, user: &CurrentUser, body: Json_) -> Result<Output, Error> {
+pub async fn data(state: &AppState, user: &CurrentUser, mut body: Json_) -> Result<Output, Error> {
+    plugin_queries(state, &mut body, "chart-data").await?;
     let ctx = context::parse(&body, &state.plugins.post_processor_names())?;
     respond(state, user, ctx, &Arc::new(body), None).await
 }
@@ -150,7 +151,10 @@ async fn chart_context(state: &AppState, chart: &Record) -> Result<Json_, Error>
         .ok()
         .filter(Json_::is_object);
     let mut body = match saved {
-        Some(b) => b,
+        Some(mut b) => {
+            plugin_queries(state, &mut b, &format!("chart-{}", chart.id)).await?;
+            b
+        }
         None => {
             let viz_type = chart.text("viz_type");
             let Some(plugin) = state.plugins.viz_for(&viz_type).await? else {
@@ -178,6 +182,44 @@ async fn chart_context(state: &AppState, chart: &Record) -> Result<Json_, Error>
         fd.insert("slice_id".into(), json!(chart.id));
     }
     Ok(body)
+}
+
+/// A query context without queries leaves them to the viz plugin of its form data's
+/// `viz_type`: the plugin's `build-query` of that form data supplies them, everything else
+/// (datasource, result type and format, `force`, cache timeout) stays the client's. This is
+/// what the app bridge's build-query sends (`services::chart_app`): the app's build-query is
+/// synchronous and the plugin runs here. Such a context is also what the app saves as a
+/// chart's `query_context`. A context without queries and without a viz plugin stays as it
+/// is (and is refused as empty).
+async fn plugin_queries(state: &AppState, body: &mut Json_, request_id: &str) -> Result<(), Error> {
+    let empty = body
+        .get("queries")
+        .and_then(Json_::as_array)
+        .is_some_and(Vec::is_empty);
+    let Some(form) = body.get("form_data").filter(|f| f.is_object() && empty) else {
+        return Ok(());
+    };
+    let Some(viz_type) = form.get("viz_type").and_then(Json_::as_str) else {
+        return Ok(());
+    };
+    let Some(plugin) = state.plugins.viz_for(viz_type).await? else {
+        return Ok(());
+    };
+    let built = state
+        .plugins
+        .build_query(&plugin, &form.to_string(), request_id)
+        .await?;
+    match built.get("queries") {
+        Some(q @ Json_::Array(_)) => body["queries"] = q.clone(),
+        _ => {
+            return Err(PluginError::BadOutput {
+                plugin: plugin.summary.name.clone(),
+                detail: "the query context has no `queries` list".into(),
+            }
+            .into());
+        }
+    }
+    Ok(())
 }
 
 /// Runs every query of `ctx` for `user` and shapes the response in the requested format.
