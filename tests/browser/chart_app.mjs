@@ -107,4 +107,93 @@ export async function vizFlows(t) {
     const texts = await drawn('.chart-container', hasRegions, 'the waterfall in Explore');
     return `${plugin.name} ${plugin.version} picked as "${chartName}"; drew ${texts.length} labels (${REGIONS.join(', ')})`;
   });
+
+  const holder = (name) =>
+    `[...document.querySelectorAll('.dashboard-component-chart-holder')].find((h) => h.innerText.includes(${JSON.stringify(name)}))`;
+  const holderTexts = (name) => `(() => {
+    const h = ${holder(name)};
+    const svg = h?.querySelector('.liteset-chart svg');
+    return svg ? [...svg.querySelectorAll('text')].map((t) => t.textContent.trim()) : null;
+  })()`;
+  async function onDashboard(name, wanted, what) {
+    return pollPage(
+      page,
+      holderTexts(name),
+      (texts) => !!texts && wanted(texts),
+      (texts) => `${what}: ${texts ? `texts ${JSON.stringify(texts.slice(0, 30))}` : 'no SVG yet'}`,
+    );
+  }
+
+  await step(page, 'viz: save the waterfall to a new dashboard, reload it', async () => {
+    const listed = page.waitForResponse(
+      (r) => r.request().method() === 'GET' && /\/api\/v1\/dashboard\/\?q=/.test(r.url()),
+    );
+    await page.locator('button').filter({ hasText: /^\s*Save\s*$/ }).first().click();
+    const modal = page.locator('.ant-modal').filter({ hasText: 'Save chart' }).first();
+    await modal.locator('input[name="new_slice_name"]').fill(CHART);
+    await modal.getByRole('combobox').last().click();
+    await listed;
+    await page.keyboard.type(DASHBOARD);
+    await page.locator('.ant-select-item-option').filter({ hasText: DASHBOARD }).first().click();
+    await modal.getByRole('button', { name: 'Save & go to dashboard' }).click();
+    await page.waitForURL(/\/superset\/dashboard\//);
+    await onDashboard(CHART, hasRegions, 'the waterfall on the dashboard');
+    const q = `(filters:!((col:dashboard_title,opr:eq,value:'${DASHBOARD}')))`;
+    const dash = (await api(page, `/api/v1/dashboard/?q=${encodeURIComponent(q)}`)).result[0];
+    if (!dash) throw new Error(`no dashboard "${DASHBOARD}"`);
+    ids.dashboard = dash.id;
+    const charts = (await api(page, `/api/v1/dashboard/${dash.id}/charts`)).result;
+    const saved = charts.find((c) => c.slice_name === CHART);
+    if (!saved || saved.form_data?.viz_type !== 'waterfall') {
+      throw new Error(`the dashboard's charts: ${JSON.stringify(charts.map((c) => [c.slice_name, c.form_data?.viz_type]))}`);
+    }
+    ids.chart = saved.id;
+    await page.reload();
+    const texts = await onDashboard(CHART, hasRegions, 'the waterfall after a reload');
+    return `"${CHART}" (id ${saved.id}) on "${DASHBOARD}" (id ${dash.id}), drawn again after a reload (${texts.length} labels)`;
+  });
+
+  await step(page, 'viz: replace the plugin with a new version, reload, see the new drawing', async () => {
+    const mark = env('LITESET_VIZ_V2_MARK');
+    const before = await onDashboard(CHART, hasRegions, 'the waterfall before the upgrade');
+    if (before.some((x) => x.startsWith(mark))) {
+      throw new Error(`v1 already draws ${mark}: ${JSON.stringify(before)}`);
+    }
+    const plugin = await install(env('LITESET_VIZ_WATERFALL2'));
+    await page.reload();
+    const after = await onDashboard(
+      CHART,
+      (texts) => hasRegions(texts) && texts.some((x) => x.startsWith(mark)),
+      `the waterfall of ${plugin.version}`,
+    );
+    return `${plugin.name} ${plugin.version}: labels now ${JSON.stringify(after.filter((x) => x.startsWith(mark)).slice(0, 3))}`;
+  });
+
+  await step(page, 'viz: a plugin that traps and one that times out show chart errors, the rest draws', async () => {
+    await install(env('LITESET_VIZ_FIXTURE'));
+    for (const [name, mode] of [['Trapping chart', 'trap'], ['Spinning chart', 'spin']]) {
+      await apiWrite('POST', '/api/v1/chart/', {
+        slice_name: name,
+        viz_type: 'fixture_hostile',
+        datasource_id: ids.dataset,
+        datasource_type: 'table',
+        dashboards: [ids.dashboard],
+        params: JSON.stringify({ viz_type: 'fixture_hostile', datasource: `${ids.dataset}__table`, mode }),
+      });
+    }
+    await page.reload();
+    await onDashboard(CHART, hasRegions, 'the waterfall next to failing charts');
+    const errors = await pollPage(
+      page,
+      `['Trapping chart', 'Spinning chart'].map((n) => {
+        const h = ${holder('__NAME__')};
+        return h ? (h.innerText || '').replace(/\\s+/g, ' ').slice(0, 300) : null;
+      })`.replaceAll(`"__NAME__"`, 'n'),
+      (texts) => texts.every((x) => x && /error|crashed|stopped|limit/i.test(x)),
+      (texts) => `the failing charts' holders: ${JSON.stringify(texts)}`,
+    );
+    // Those errors are what this step expects: not failures of the step.
+    await page.evaluate(() => window.__litesetShown?.splice(0));
+    return `errors shown: ${errors.map((e) => JSON.stringify(e.slice(0, 120))).join('; ')}`;
+  });
 }

@@ -1003,6 +1003,30 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
     if let Some((_, p)) = built.iter().find(|(f, _)| f == features) {
         return p.clone();
     }
+    let variant = if features.is_empty() {
+        "default"
+    } else {
+        features
+    };
+    let wasm = build_component(&tests_dir().join("fixtures/plugins"), variant, features);
+    built.push((features.to_owned(), wasm.clone()));
+    wasm
+}
+
+/// This crate's folder (`tests/`): the runtime value first, since worktrees sharing one
+/// target dir share this crate's compiled library (identical sources are fresh for cargo),
+/// whose compile-time path may name another worktree.
+pub fn tests_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
+}
+
+/// Builds the plugin crate in `dir` for wasm32-wasip2 (release, with `features`) into a
+/// target directory of its own per `variant`, next to this test's profile directories (so
+/// concurrent test processes never read each other's half-written output), and returns the
+/// component's path.
+pub fn build_component(dir: &Path, variant: &str, features: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     // `<target>/<profile>/deps/<test>`: build next to the profile directories.
     let base = exe
@@ -1010,19 +1034,7 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
         .nth(3)
         .unwrap_or_else(|| exe.parent().expect("parent"))
         .to_path_buf();
-    let variant = if features.is_empty() {
-        "default"
-    } else {
-        features
-    };
     let target_dir = base.join("fixture-plugins").join(variant);
-    // The runtime value first: worktrees sharing one target dir share this crate's compiled
-    // library (identical sources are fresh for cargo), whose compile-time path may name
-    // another worktree.
-    let dir = std::env::var_os("CARGO_MANIFEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let manifest = dir.join("fixtures/plugins/Cargo.toml");
     let mut cmd =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args([
@@ -1032,7 +1044,7 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
         "wasm32-wasip2",
         "--manifest-path",
     ])
-    .arg(&manifest)
+    .arg(dir.join("Cargo.toml"))
     .arg("--target-dir")
     .arg(&target_dir);
     if !features.is_empty() {
@@ -1047,14 +1059,18 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("run cargo for the fixture plugin");
+    let status = cmd.status().expect("run cargo for a plugin crate");
     assert!(
         status.success(),
-        "building the fixture plugin ({variant}) failed"
+        "building {} ({variant}) failed",
+        dir.display()
     );
-    let wasm = target_dir.join("wasm32-wasip2/release/liteset_fixture_plugin.wasm");
-    assert!(wasm.is_file(), "{} missing", wasm.display());
-    built.push((features.to_owned(), wasm.clone()));
+    let release = target_dir.join("wasm32-wasip2/release");
+    let wasm = std::fs::read_dir(&release)
+        .unwrap_or_else(|e| panic!("{}: {e}", release.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "wasm"))
+        .unwrap_or_else(|| panic!("no .wasm in {}", release.display()));
     wasm
 }
 

@@ -267,3 +267,101 @@ async fn run_browser(meta: Metadata) {
         "no final `browser: N passed, 0 failed` line:\n{stdout}\n{stderr}"
     );
 }
+
+/// The waterfall example, next version: copied, with its version raised and its change labels
+/// starting with `mark`, as an author's edit would, and built.
+fn waterfall_next_version(mark: &str) -> PathBuf {
+    let src = liteset_tests::tests_dir()
+        .parent()
+        .expect("checkout")
+        .join("examples/waterfall");
+    let exe = std::env::current_exe().expect("current_exe");
+    let dir = exe
+        .ancestors()
+        .nth(3)
+        .expect("target dir")
+        .join("fixture-plugins/waterfall-next-src");
+    std::fs::create_dir_all(dir.join("src")).expect("mkdir");
+    let sdk = src.join("../../sdk").canonicalize().expect("sdk");
+    let manifest = std::fs::read_to_string(src.join("Cargo.toml"))
+        .expect("Cargo.toml")
+        .replacen("\nversion = \"", "\nversion = \"9", 1)
+        .replace(
+            "path = \"../../sdk\"",
+            &format!("path = {:?}", sdk.display().to_string()),
+        );
+    let code = std::fs::read_to_string(src.join("src/lib.rs")).expect("lib.rs");
+    let edited = code.replace(
+        "if d >= 0.0 { \"+\" }",
+        &format!("if d >= 0.0 {{ {mark:?} }}"),
+    );
+    assert_ne!(
+        code, edited,
+        "the waterfall's change label is not where this test edits it"
+    );
+    // Written only when changed, so cargo's fingerprint keeps a rerun incremental.
+    for (path, text) in [("Cargo.toml", manifest), ("src/lib.rs", edited)] {
+        if std::fs::read_to_string(dir.join(path)).ok().as_deref() != Some(text.as_str()) {
+            std::fs::write(dir.join(path), text).expect("write");
+        }
+    }
+    std::fs::copy(src.join("Cargo.lock"), dir.join("Cargo.lock")).expect("Cargo.lock");
+    liteset_tests::build_component(&dir, "waterfall-next", "")
+}
+
+/// A wasm viz plugin as a chart type of the unmodified app (tests/browser/chart_app.mjs):
+/// installed through the API, picked in Explore's gallery, drawn, saved to a dashboard,
+/// replaced by a new version, and next to plugins that trap or time out.
+#[tokio::test(flavor = "multi_thread")]
+async fn custom_viz_plugin_in_the_app() {
+    let (frontend, browser_dir) = browser_setup();
+    let mark = "↑";
+    let examples = liteset_tests::tests_dir()
+        .parent()
+        .expect("checkout")
+        .join("examples");
+    let (v1, v2, fixture) = tokio::task::spawn_blocking(move || {
+        (
+            liteset_tests::build_component(&examples.join("waterfall"), "waterfall", ""),
+            waterfall_next_version(mark),
+            liteset_tests::fixture_plugin("viz"),
+        )
+    })
+    .await
+    .expect("building the plugins");
+    let server = TestServer::builder()
+        .env("LITESET_FRONTEND__DIR", frontend.to_string_lossy())
+        .env("LITESET_EXAMPLES", "true")
+        .start()
+        .await
+        .unwrap();
+    let artifacts = artifacts_dir().join("chart-app");
+    println!("browser artifacts: {}", artifacts.display());
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(browser_dir.join("spa.mjs"))
+        .current_dir(&browser_dir)
+        .env("LITESET_URL", server.base_url())
+        .env("LITESET_USER", "admin")
+        .env("LITESET_PASSWORD", ADMIN_PASSWORD)
+        .env("LITESET_BROWSER_ARTIFACTS", &artifacts)
+        .env("LITESET_BROWSER_STEPS", "viz")
+        .env("LITESET_VIZ_WATERFALL", &v1)
+        .env("LITESET_VIZ_WATERFALL2", &v2)
+        .env("LITESET_VIZ_V2_MARK", mark)
+        .env("LITESET_VIZ_FIXTURE", &fixture)
+        .kill_on_drop(true);
+    let out = tokio::time::timeout(SCRIPT_TIMEOUT, cmd.output())
+        .await
+        .unwrap_or_else(|_| panic!("spa.mjs did not finish in {SCRIPT_TIMEOUT:?}"))
+        .expect("running node (is it installed?)");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!("{stdout}");
+    assert!(
+        out.status.success() && stdout.contains("browser: 6 passed, 0 failed"),
+        "the custom viz browser test failed ({}); screenshots in {}\n{stdout}\n{stderr}\n--- server log ---\n{}",
+        out.status,
+        artifacts.display(),
+        server.logs()
+    );
+}

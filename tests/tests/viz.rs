@@ -552,3 +552,251 @@ async fn a_hostile_viz_plugins_svg_is_sanitised() {
     let (s, _) = api.get("/api/v1/me/").await;
     assert_eq!(s, StatusCode::OK);
 }
+
+/// A viz plugin in Superset's app: `/dynamic-plugins/api/read` lists its chart type (nothing
+/// for an anonymous page), the bridge is served as JavaScript, `/api/v1/chart_type/` gives the
+/// control panel; a query context without queries (what the bridge's build-query sends, and
+/// what the app saves) is completed by the plugin's `build-query`; and the bridge's drawing
+/// of the rows `/chart/data` answered is byte for byte the SVG `render.svg` draws for the
+/// saved chart, whose thumbnail is that picture rasterised. Then the drawing endpoint's
+/// refusals: malformed bodies, sizes, unknown types, and a saved chart the caller cannot read.
+#[tokio::test]
+async fn the_apps_drawing_is_the_servers_picture() {
+    let server = TestServer::builder()
+        .env("LITESET_EXAMPLES", "true")
+        .start()
+        .await
+        .expect("server");
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let anonymous = reqwest::get(server.url("/dynamic-plugins/api/read"))
+        .await
+        .expect("anonymous read");
+    let status = anonymous.status();
+    let body: Value = anonymous.json().await.expect("json");
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        (body["count"].clone(), body["result"].clone()),
+        (json!(0), json!([]))
+    );
+    let (s, list) = api.get("/dynamic-plugins/api/read").await;
+    assert_eq!(
+        (s, list["result"].clone()),
+        (StatusCode::OK, json!([])),
+        "built-in types are the app's own"
+    );
+
+    let examples = liteset_tests::tests_dir()
+        .parent()
+        .expect("checkout")
+        .join("examples");
+    let wasm = tokio::task::spawn_blocking(move || {
+        liteset_tests::build_component(&examples.join("waterfall"), "waterfall", "")
+    })
+    .await
+    .expect("build");
+    let (s, body) = upload(&api, &std::fs::read(wasm).expect("wasm")).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+
+    let (s, list) = api.get("/dynamic-plugins/api/read").await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    assert_eq!(list["modelview_name"], "DynamicPluginsView");
+    assert_eq!(list["pks"], json!([1]));
+    let entry = &list["result"][0];
+    assert_eq!(entry["key"], "waterfall", "{list}");
+    let bundle = entry["bundle_url"].as_str().expect("bundle_url");
+    assert!(bundle.starts_with("/liteset/app/bridge.js?v="), "{bundle}");
+    let (s, h, js) = fetch(&api, bundle).await;
+    assert_eq!(s, StatusCode::OK);
+    assert_eq!(h["content-type"], "text/javascript; charset=utf-8");
+    assert!(String::from_utf8_lossy(&js).contains("new core.ChartPlugin("));
+
+    let (s, types) = api.get("/api/v1/chart_type/").await;
+    assert_eq!(s, StatusCode::OK, "{types}");
+    assert_eq!(types["count"], 1, "{types}");
+    let t = &types["result"][0];
+    assert_eq!(
+        (t["viz_type"].as_str(), t["plugin"].as_str()),
+        (Some("waterfall"), Some("waterfall"))
+    );
+    assert!(
+        t["thumbnail"]
+            .as_str()
+            .unwrap()
+            .starts_with("data:image/svg+xml;base64,")
+    );
+    let shared: Vec<&str> = t["sections"]
+        .as_array()
+        .expect("sections")
+        .iter()
+        .flat_map(|s| s["rows"].as_array().into_iter().flatten())
+        .flat_map(|row| row.as_array().into_iter().flatten())
+        .filter(|c| c["kind"] == "shared")
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert!(
+        shared.contains(&"x_axis") && shared.contains(&"adhoc_filters"),
+        "{t}"
+    );
+
+    let q = "/api/v1/dataset/?q=(filters:!((col:table_name,opr:eq,value:sales)))";
+    let ds = api.get(q).await.1["result"][0]["id"]
+        .as_i64()
+        .expect("sales dataset");
+    let params = json!({"viz_type": "waterfall", "datasource": format!("{ds}__table"),
+                        "x_axis": "region", "metric": "sum_revenue", "row_limit": 100});
+    let qc = json!({"datasource": {"id": ds, "type": "table"}, "force": false, "queries": [],
+                    "form_data": params, "result_format": "json", "result_type": "full"});
+    let (s, created) = api
+        .post(
+            "/api/v1/chart/",
+            json!({"slice_name": "Revenue waterfall", "viz_type": "waterfall",
+                   "datasource_id": ds, "datasource_type": "table",
+                   "params": params.to_string(), "query_context": qc.to_string()}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{created}");
+    let id = created["id"].as_i64().expect("id");
+    let (s, data) = api.post("/api/v1/chart/data", qc.clone()).await;
+    assert_eq!(s, StatusCode::OK, "{data}");
+    let rows = &data["result"][0];
+    assert_eq!(rows["colnames"], json!(["region", "sum_revenue"]), "{rows}");
+    assert_eq!(
+        rows["data"].as_array().map(Vec::len),
+        Some(5),
+        "four regions and null"
+    );
+    let (s, saved) = api.get(&format!("/api/v1/chart/{id}/data/")).await;
+    assert_eq!(
+        (s, &saved["result"][0]["data"]),
+        (StatusCode::OK, &rows["data"])
+    );
+
+    let mut form = params.clone();
+    form["slice_id"] = json!(id);
+    let draw = |form: Value, width: u32| {
+        json!({"form_data": form, "width": width, "height": 400,
+               "queries": [{"data": rows["data"], "colnames": rows["colnames"],
+                            "coltypes": rows["coltypes"]}]})
+    };
+    let (s, drawn) = api
+        .post(
+            "/api/v1/chart_type/waterfall/render",
+            draw(form.clone(), 640),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{drawn}");
+    let app_svg = drawn["result"]["svg"].as_str().expect("svg");
+    let server_svg = svg(
+        &api,
+        &format!("/api/v1/chart/{id}/render.svg?width=640&height=400"),
+    )
+    .await;
+    assert_eq!(app_svg, server_svg);
+    let picture = parse(app_svg);
+    assert_eq!(picture.title, "Revenue waterfall");
+    for region in ["North", "South", "East", "West", "Total"] {
+        assert!(
+            picture.texts.iter().any(|t| t == region),
+            "{region}: {:?}",
+            picture.texts
+        );
+    }
+    let (_, chart) = api.get(&format!("/api/v1/chart/{id}")).await;
+    let thumb = chart["result"]["thumbnail_url"]
+        .as_str()
+        .expect("thumbnail_url")
+        .to_owned();
+    let (s, _, thumb_png) = fetch(&api, &thumb).await;
+    assert_eq!(s, StatusCode::OK);
+    let (_, _, png) = fetch(
+        &api,
+        &format!("/api/v1/chart/{id}/render.png?width=800&height=600"),
+    )
+    .await;
+    assert_eq!(thumb_png, png, "the thumbnail is the same picture");
+
+    // Refusals: each a 400 with Superset's envelope, nothing drawn.
+    let bad = [
+        json!({"form_data": "x", "queries": [], "width": 100, "height": 100}),
+        json!({"form_data": {}, "queries": [{"data": {"a": 1}}], "width": 100, "height": 100}),
+        json!({"form_data": {}, "queries": [{"data": [1, 2]}], "width": 100, "height": 100}),
+        json!({"form_data": {}, "queries": [], "width": 0, "height": 100}),
+        json!({"form_data": {}, "queries": [], "width": 100, "height": 99999}),
+        json!({"form_data": {}, "queries": [], "width": -5, "height": 100}),
+        json!({"form_data": {}, "queries": vec![json!({"data": []}); 33], "width": 100, "height": 100}),
+        json!({"queries": [], "width": 100, "height": 100}),
+        json!([1, 2, 3]),
+    ];
+    for body in bad {
+        let (s, answer) = api
+            .post("/api/v1/chart_type/waterfall/render", body.clone())
+            .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{body} → {answer}");
+        assert!(
+            answer.get("message").is_some() || answer.get("errors").is_some(),
+            "{answer}"
+        );
+    }
+    let (s, answer) = api
+        .post(
+            "/api/v1/chart_type/no_such_type/render",
+            draw(json!({}), 100),
+        )
+        .await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{answer}");
+
+    // A viewer without access to the dataset reads the chart types, but a saved chart out of
+    // reach lends its name to nobody's drawing, whatever the spelling of its id.
+    let (_, roles) = api
+        .get("/api/v1/security/roles/?q=(filters:!((col:name,opr:eq,value:Gamma)))")
+        .await;
+    let gamma = roles["result"][0]["id"].as_i64().expect("gamma");
+    let (s, u) = api
+        .post(
+            "/api/v1/security/users/",
+            json!({"username": "viewer", "first_name": "V", "last_name": "W",
+                   "email": "v@example.com", "password": "viewer-pass-1", "active": true,
+                   "roles": [gamma]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{u}");
+    let viewer = Api::login(&server, "viewer", "viewer-pass-1").await;
+    let (s, types) = viewer.get("/api/v1/chart_type/").await;
+    assert_eq!((s, &types["count"]), (StatusCode::OK, &json!(1)));
+    let (s, _) = viewer
+        .post(
+            "/api/v1/chart_type/waterfall/render",
+            draw(params.clone(), 320),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "rows the viewer holds are drawn");
+    for slice in [
+        json!(id),
+        json!(id as f64),
+        json!(id.to_string()),
+        json!([id]),
+    ] {
+        let mut f = params.clone();
+        f["slice_id"] = slice;
+        let (s, answer) = viewer
+            .post("/api/v1/chart_type/waterfall/render", draw(f, 320))
+            .await;
+        assert!(
+            [
+                StatusCode::FORBIDDEN,
+                StatusCode::NOT_FOUND,
+                StatusCode::BAD_REQUEST
+            ]
+            .contains(&s),
+            "{s} {answer}"
+        );
+        assert!(
+            !answer.to_string().contains("Revenue waterfall"),
+            "{answer}"
+        );
+    }
+    let anonymous = reqwest::get(server.url("/api/v1/chart_type/"))
+        .await
+        .expect("anonymous list");
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}

@@ -409,7 +409,7 @@ impl ChartAppApi {
             size: (input.width, input.height),
         };
         let request_id = format!("app-{}", user.user.id);
-        let drawn = chart_app::draw(&self.state, drawing, &request_id).await?;
+        let drawn = chart_app::draw(&self.state, &user, drawing, &request_id).await?;
         Ok(ResultOf::json(DrawResult {
             svg: drawn.svg.into(),
             payload: drawn.payload.map(Any).into(),

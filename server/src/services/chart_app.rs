@@ -16,6 +16,7 @@ use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
 use super::Error;
+use crate::auth::CurrentUser;
 use crate::plugins::chart_type::ChartType;
 use crate::plugins::viz::frame_table;
 use crate::plugins::{Kind, Source};
@@ -136,11 +137,36 @@ const TEMPORAL: i64 = 2;
 
 /// Draws rows the caller already holds with the viz plugin of `viz_type`. Nothing is read
 /// from any database: the rows came from `/chart/data`, which checked the caller's access.
-pub async fn draw(state: &AppState, input: Drawing, request_id: &str) -> Result<Drawn, Error> {
+///
+/// The form data of a saved chart (`slice_id`) gets what `render.svg` adds to its params, its
+/// name and its dataset's verbose names (keys the app does not send), from the chart record
+/// the caller may read, so both draw the same picture.
+pub async fn draw(
+    state: &AppState,
+    user: &CurrentUser,
+    mut input: Drawing,
+    request_id: &str,
+) -> Result<Drawn, Error> {
     let (width, height) = input.size;
     render::check_size(width, height, false)?;
-    if !input.form_data.is_object() {
+    let Some(form) = input.form_data.as_object_mut() else {
         return Err(invalid("form_data", "Must be a JSON object."));
+    };
+    let slice_id = match form.get("slice_id") {
+        None | Some(Json::Null) => None,
+        Some(v) => Some(
+            v.as_i64()
+                .ok_or_else(|| invalid("form_data", "slice_id must be an integer."))?,
+        ),
+    };
+    if let Some(id) = slice_id {
+        let saved = super::chart_data::saved(state, user, id).await?;
+        let filled = super::render::render_form_data(state, &saved.chart).await?;
+        for key in ["slice_name", "verbose_map"] {
+            if let (false, Some(v)) = (form.contains_key(key), filled.get(key)) {
+                form.insert(key.to_owned(), v.clone());
+            }
+        }
     }
     if input.queries.len() > MAX_QUERIES {
         return Err(invalid(

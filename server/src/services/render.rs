@@ -78,7 +78,7 @@ pub async fn thumbnail(
 /// The form data a viz plugin renders with: the chart's params with the ids Superset adds, its
 /// name (for the title) and the dataset's verbose names (for labels), as Superset's frontend
 /// has them.
-async fn render_form_data(state: &AppState, chart: &Record) -> Result<Json_, Error> {
+pub(super) async fn render_form_data(state: &AppState, chart: &Record) -> Result<Json_, Error> {
     let mut fd = super::chart::form_data(chart);
     if fd.get("slice_name").is_none() {
         fd["slice_name"] = json!(chart.text("slice_name"));

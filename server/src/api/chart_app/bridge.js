@@ -120,7 +120,9 @@ function makeTransformProps(vizType) {
   return chartProps => {
     const { width, height, rawFormData, queriesData, datasource } = chartProps;
     const formData = { ...rawFormData };
-    if (!formData.verbose_map && datasource && datasource.verboseMap) {
+    // A saved chart's name and verbose names are added by the server, as render.svg adds
+    // them; an unsaved one labels with the dataset's verbose names the app holds.
+    if (!formData.slice_id && !formData.verbose_map && datasource && datasource.verboseMap) {
       formData.verbose_map = datasource.verboseMap;
     }
     return { width, height, formData, queriesData: queriesData || [], vizType };
