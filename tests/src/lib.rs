@@ -994,13 +994,36 @@ impl Api {
 // ---------------------------------------------------------------------------------------------
 
 /// The hostile/diagnostic fixture plugin (`tests/fixtures/plugins`) built for wasm32-wasip2
-/// with `features` (`""`, `"v2"` or `"renamed"`), built once per variant. Each variant has its
-/// own target directory (next to this test's), so concurrent test processes never read each
-/// other's half-written output.
+/// with `features` (`""`, `"v2"`, `"renamed"`, `"viz"`, `"bad_chart_app"`), built once per
+/// variant. Each variant has its own target directory (next to this test's), so concurrent
+/// test processes never read each other's half-written output.
 pub fn fixture_plugin(features: &str) -> PathBuf {
+    let variant = if features.is_empty() {
+        "default"
+    } else {
+        features
+    };
+    build_component(
+        "fixtures/plugins",
+        "liteset_fixture_plugin",
+        features,
+        variant,
+    )
+}
+
+/// The `liteset:plugin@0.1.0` viz component of `tests/fixtures/plugin-v010` (`legacy_viz`),
+/// built without the SDK straight from the frozen 0.1.0 WIT: what every plugin built before
+/// 0.2.0 looks like to the server. Built once, like [`fixture_plugin`].
+pub fn legacy_plugin() -> PathBuf {
+    build_component("fixtures/plugin-v010", "liteset_plugin_v010", "", "v010")
+}
+
+/// Builds the crate at `crate_dir` (relative to this crate) for wasm32-wasip2 with `features`
+/// into `<target>/fixture-plugins/<variant>`, once per process and variant.
+fn build_component(crate_dir: &str, lib_name: &str, features: &str, variant: &str) -> PathBuf {
     static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
     let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, p)) = built.iter().find(|(f, _)| f == features) {
+    if let Some((_, p)) = built.iter().find(|(v, _)| v == variant) {
         return p.clone();
     }
     let exe = std::env::current_exe().expect("current_exe");
@@ -1010,11 +1033,6 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
         .nth(3)
         .unwrap_or_else(|| exe.parent().expect("parent"))
         .to_path_buf();
-    let variant = if features.is_empty() {
-        "default"
-    } else {
-        features
-    };
     let target_dir = base.join("fixture-plugins").join(variant);
     // The runtime value first: worktrees sharing one target dir share this crate's compiled
     // library (identical sources are fresh for cargo), whose compile-time path may name
@@ -1022,7 +1040,7 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
     let dir = std::env::var_os("CARGO_MANIFEST_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let manifest = dir.join("fixtures/plugins/Cargo.toml");
+    let manifest = dir.join(crate_dir).join("Cargo.toml");
     let mut cmd =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args([
@@ -1047,14 +1065,14 @@ pub fn fixture_plugin(features: &str) -> PathBuf {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("run cargo for the fixture plugin");
+    let status = cmd.status().expect("run cargo for a fixture plugin");
     assert!(
         status.success(),
-        "building the fixture plugin ({variant}) failed"
+        "building the fixture plugin {crate_dir} ({variant}) failed"
     );
-    let wasm = target_dir.join("wasm32-wasip2/release/liteset_fixture_plugin.wasm");
+    let wasm = target_dir.join(format!("wasm32-wasip2/release/{lib_name}.wasm"));
     assert!(wasm.is_file(), "{} missing", wasm.display());
-    built.push((features.to_owned(), wasm.clone()));
+    built.push((variant.to_owned(), wasm.clone()));
     wasm
 }
 

@@ -109,11 +109,11 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
     assert_eq!(builtin["name"], "postprocessing", "{list}");
     assert_eq!(builtin["kind"], "post-processor");
     assert_eq!(builtin["source"], "built-in");
-    assert_eq!(builtin["wit_version"], "0.1.0");
+    assert_eq!(builtin["wit_version"], "0.2.0");
     assert_eq!(builtin["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(builtin["limits"]["memory_mb"], 128);
     assert_eq!(builtin["limits"]["timeout_ms"], 2000);
-    assert_eq!(list["supported_wit_versions"], json!(["0.1.0"]));
+    assert_eq!(list["supported_wit_versions"], json!(["0.1.0", "0.2.0"]));
     let anon = server
         .client()
         .get(server.url("/api/v1/plugin/"))

@@ -278,7 +278,7 @@ impl Runtime {
             return Err(PluginError::Rejected(format!(
                 "The component targets liteset:plugin@{version}; this server supports \
                  liteset:plugin@{}",
-                SUPPORTED_WIT_VERSIONS.join(", @")
+                SUPPORTED_WIT_VERSIONS.join(" and @")
             )));
         }
         let kind = kind.ok_or_else(|| {
