@@ -184,8 +184,12 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
         ),
         ("(component)", "exports no liteset:plugin interface"),
         (
-            r#"(component (instance $i) (export "liteset:plugin/post-process@0.2.0" (instance $i)))"#,
-            "targets liteset:plugin@0.2.0; this server supports liteset:plugin@0.1.0",
+            r#"(component (instance $i) (export "liteset:plugin/post-process@0.3.0" (instance $i)))"#,
+            "targets liteset:plugin@0.3.0; this server supports liteset:plugin@0.1.0 and @0.2.0",
+        ),
+        (
+            r#"(component (instance $i) (export "liteset:plugin/meta@0.1.0" (instance $i)) (export "liteset:plugin/post-process@0.2.0" (instance $i)))"#,
+            "exports liteset:plugin interfaces of two versions (0.1.0 and 0.2.0)",
         ),
     ];
     for (text, why) in refused {
