@@ -1,28 +1,28 @@
-//! Generated bindings for `liteset:plugin@0.1.0` (vendored in `sdk/wit/`). Not public API.
+//! Generated bindings for `liteset:plugin@0.2.0` (vendored in `sdk/wit/`). Not public API.
 //!
-//! Why three `generate!` calls over small SDK-local worlds instead of one per WIT world: both
+//! Why four `generate!` calls over small SDK-local worlds instead of one per WIT world: both
 //! WIT worlds export `meta`, and with `pub_export_macro` wit-bindgen emits a
 //! `#[macro_export]` macro per exported interface, so generating both worlds in one crate
-//! defines `__export_liteset_plugin_meta_0_1_0_cabi` twice (E0428), and exports cannot be
+//! defines `__export_liteset_plugin_meta_0_2_0_cabi` twice (E0428), and exports cannot be
 //! remapped with `with`. So `meta` (plus the `host` import and the shared `types`) is
-//! generated once, and each of `post-process` and `visualization` in a world of its own that
-//! reuses those types. An export macro emits the component-type custom sections of the worlds
+//! generated once, and each of `post-process`, `visualization` and `chart-app` in a world of its
+//! own that reuses those types. An export macro emits the component-type custom sections of the worlds
 //! it exports ("imports and exports"), and `wit-component` unions them: a post-processor
-//! component ends up exporting exactly `liteset:plugin/meta@0.1.0` and
-//! `liteset:plugin/post-process@0.1.0`, a viz exactly `meta` and `visualization`.
+//! component ends up exporting exactly `liteset:plugin/meta@0.2.0` and
+//! `liteset:plugin/post-process@0.2.0`, a viz exactly `meta`, `visualization` and `chart-app`.
 
 /// `meta` export, `host` import, and the shared `types`.
 pub mod meta {
     wit_bindgen::generate!({
         inline: "
-            package liteset:sdk@0.1.0;
+            package liteset:sdk@0.2.0;
             world meta {
-                import liteset:plugin/host@0.1.0;
-                export liteset:plugin/meta@0.1.0;
+                import liteset:plugin/host@0.2.0;
+                export liteset:plugin/meta@0.2.0;
             }
         ",
         path: "wit",
-        world: "liteset:sdk/meta@0.1.0",
+        world: "liteset:sdk/meta@0.2.0",
         generate_all,
         pub_export_macro: true,
         export_macro_name: "export_raw",
@@ -34,15 +34,15 @@ pub mod meta {
 pub mod post_processor {
     wit_bindgen::generate!({
         inline: "
-            package liteset:sdk@0.1.0;
+            package liteset:sdk@0.2.0;
             world post-processor {
-                export liteset:plugin/post-process@0.1.0;
+                export liteset:plugin/post-process@0.2.0;
             }
         ",
         path: "wit",
-        world: "liteset:sdk/post-processor@0.1.0",
+        world: "liteset:sdk/post-processor@0.2.0",
         with: {
-            "liteset:plugin/types@0.1.0": crate::bindings::meta::liteset::plugin::types,
+            "liteset:plugin/types@0.2.0": crate::bindings::meta::liteset::plugin::types,
         },
         pub_export_macro: true,
         export_macro_name: "export_raw",
@@ -54,15 +54,15 @@ pub mod post_processor {
 pub mod viz {
     wit_bindgen::generate!({
         inline: "
-            package liteset:sdk@0.1.0;
+            package liteset:sdk@0.2.0;
             world viz {
-                export liteset:plugin/visualization@0.1.0;
+                export liteset:plugin/visualization@0.2.0;
             }
         ",
         path: "wit",
-        world: "liteset:sdk/viz@0.1.0",
+        world: "liteset:sdk/viz@0.2.0",
         with: {
-            "liteset:plugin/types@0.1.0": crate::bindings::meta::liteset::plugin::types,
+            "liteset:plugin/types@0.2.0": crate::bindings::meta::liteset::plugin::types,
         },
         pub_export_macro: true,
         export_macro_name: "export_raw",
@@ -70,6 +70,25 @@ pub mod viz {
     });
 }
 
+/// `chart-app` export (new in 0.2.0; its own types only).
+pub mod chart_app {
+    wit_bindgen::generate!({
+        inline: "
+            package liteset:sdk@0.2.0;
+            world chart-app {
+                export liteset:plugin/chart-app@0.2.0;
+            }
+        ",
+        path: "wit",
+        world: "liteset:sdk/chart-app@0.2.0",
+        pub_export_macro: true,
+        export_macro_name: "export_raw",
+        default_bindings_module: "liteset_sdk::__private::bindings::chart_app",
+    });
+}
+
+pub use chart_app::exports::liteset::plugin::chart_app as wit_chart_app;
+pub use chart_app::exports::liteset::plugin::chart_app::Guest as ChartAppGuest;
 pub use meta::exports::liteset::plugin::meta::Guest as MetaGuest;
 pub use meta::liteset::plugin::host;
 pub use meta::liteset::plugin::types as wit;

@@ -4,10 +4,13 @@
 
 use std::marker::PhantomData;
 
-use crate::bindings::{MetaGuest, PostProcessGuest, VisualizationGuest, wit, wit_viz};
+use crate::bindings::{
+    ChartAppGuest, MetaGuest, PostProcessGuest, VisualizationGuest, wit, wit_chart_app, wit_viz,
+};
 use crate::{
-    ChartOutput, Column, ColumnData, ErrorKind, Invocation, PluginError, PluginInfo, PluginKind,
-    PostProcessor, QueryResult, Size, Table, Viz,
+    ChartOutput, ChartType, Column, ColumnData, Control, ErrorKind, Invocation, PluginError,
+    PluginInfo, PluginKind, PostProcessor, QueryResult, Section, SelectOption, Shared, Size, Table,
+    Viz,
 };
 
 // ---- host -> SDK ----------------------------------------------------------------------------
@@ -186,12 +189,185 @@ pub(crate) fn output_to_wit(o: ChartOutput) -> wit_viz::ChartOutput {
     }
 }
 
+pub(crate) fn shared_to_wit(s: Shared) -> wit_chart_app::SharedControl {
+    use wit_chart_app::SharedControl as W;
+    match s {
+        Shared::Metric => W::Metric,
+        Shared::Metrics => W::Metrics,
+        Shared::Groupby => W::Groupby,
+        Shared::Columns => W::Columns,
+        Shared::XAxis => W::XAxis,
+        Shared::TimeGrainSqla => W::TimeGrainSqla,
+        Shared::AdhocFilters => W::AdhocFilters,
+        Shared::RowLimit => W::RowLimit,
+        Shared::SeriesLimit => W::SeriesLimit,
+        Shared::OrderDesc => W::OrderDesc,
+        Shared::ColorScheme => W::ColorScheme,
+        Shared::YAxisFormat => W::YAxisFormat,
+        Shared::XAxisTimeFormat => W::XAxisTimeFormat,
+        Shared::CurrencyFormat => W::CurrencyFormat,
+    }
+}
+
+pub(crate) fn control_to_wit(c: Control) -> wit_chart_app::Control {
+    use wit_chart_app as w;
+    match c {
+        Control::Shared(s) => w::Control::Shared(shared_to_wit(s)),
+        Control::Text(t) => w::Control::Text(w::TextControl {
+            name: t.name,
+            label: t.label,
+            description: t.description,
+            default: t.default,
+        }),
+        Control::Number(n) => w::Control::Number(w::NumberControl {
+            name: n.name,
+            label: n.label,
+            description: n.description,
+            default: n.default,
+            min: n.min,
+            max: n.max,
+            integer: n.integer,
+        }),
+        Control::Checkbox(c) => w::Control::Checkbox(w::CheckboxControl {
+            name: c.name,
+            label: c.label,
+            description: c.description,
+            default: c.default,
+        }),
+        Control::Select(s) => w::Control::Select(w::SelectControl {
+            name: s.name,
+            label: s.label,
+            description: s.description,
+            default: s.default,
+            options: s
+                .options
+                .into_iter()
+                .map(|o| w::SelectOption {
+                    value: o.value,
+                    label: o.label,
+                })
+                .collect(),
+        }),
+    }
+}
+
+pub(crate) fn chart_type_to_wit(c: ChartType) -> wit_chart_app::ChartType {
+    wit_chart_app::ChartType {
+        viz_type: c.viz_type,
+        name: c.name,
+        description: c.description,
+        category: c.category,
+        tags: c.tags,
+        thumbnail: c.thumbnail,
+        sections: c
+            .sections
+            .into_iter()
+            .map(|s| wit_chart_app::Section {
+                label: s.label,
+                expanded: s.expanded,
+                rows: s
+                    .rows
+                    .into_iter()
+                    .map(|r| r.into_iter().map(control_to_wit).collect())
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+pub(crate) fn control_from_wit(c: wit_chart_app::Control) -> Control {
+    use crate::chart::{CheckboxControl, NumberControl, SelectControl, TextControl};
+    use wit_chart_app as w;
+    match c {
+        w::Control::Shared(s) => Control::Shared(
+            [
+                Shared::Metric,
+                Shared::Metrics,
+                Shared::Groupby,
+                Shared::Columns,
+                Shared::XAxis,
+                Shared::TimeGrainSqla,
+                Shared::AdhocFilters,
+                Shared::RowLimit,
+                Shared::SeriesLimit,
+                Shared::OrderDesc,
+                Shared::ColorScheme,
+                Shared::YAxisFormat,
+                Shared::XAxisTimeFormat,
+                Shared::CurrencyFormat,
+            ]
+            .into_iter()
+            .find(|x| shared_to_wit(*x) == s)
+            .expect("every shared control has an SDK twin"),
+        ),
+        w::Control::Text(t) => Control::Text(TextControl {
+            name: t.name,
+            label: t.label,
+            description: t.description,
+            default: t.default,
+        }),
+        w::Control::Number(n) => Control::Number(NumberControl {
+            name: n.name,
+            label: n.label,
+            description: n.description,
+            default: n.default,
+            min: n.min,
+            max: n.max,
+            integer: n.integer,
+        }),
+        w::Control::Checkbox(c) => Control::Checkbox(CheckboxControl {
+            name: c.name,
+            label: c.label,
+            description: c.description,
+            default: c.default,
+        }),
+        w::Control::Select(s) => Control::Select(SelectControl {
+            name: s.name,
+            label: s.label,
+            description: s.description,
+            default: s.default,
+            options: s
+                .options
+                .into_iter()
+                .map(|o| SelectOption {
+                    value: o.value,
+                    label: o.label,
+                })
+                .collect(),
+        }),
+    }
+}
+
+pub(crate) fn chart_type_from_wit(c: wit_chart_app::ChartType) -> ChartType {
+    ChartType {
+        viz_type: c.viz_type,
+        name: c.name,
+        description: c.description,
+        category: c.category,
+        tags: c.tags,
+        thumbnail: c.thumbnail,
+        sections: c
+            .sections
+            .into_iter()
+            .map(|s| Section {
+                label: s.label,
+                expanded: s.expanded,
+                rows: s
+                    .rows
+                    .into_iter()
+                    .map(|r| r.into_iter().map(control_from_wit).collect())
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
 // ---- Guest implementations ------------------------------------------------------------------
 
 /// Implements the generated `meta` and `post-process` Guest traits for a [`PostProcessor`].
 pub struct PostProcessorGlue<T>(PhantomData<T>);
 
-/// Implements the generated `meta` and `visualization` Guest traits for a [`Viz`].
+/// Implements the generated `meta`, `visualization` and `chart-app` Guest traits for a [`Viz`].
 pub struct VizGlue<T>(PhantomData<T>);
 
 impl<T: PostProcessor> MetaGuest for PostProcessorGlue<T> {
@@ -243,6 +419,16 @@ impl<T: Viz> VisualizationGuest for VizGlue<T> {
     ) -> Result<wit_viz::ChartOutput, wit::PluginError> {
         crate::logging::init();
         render::<T>(ctx, &form_data, results, size).map_err(error_to_wit)
+    }
+}
+
+impl<T: Viz> ChartAppGuest for VizGlue<T> {
+    fn chart_types() -> Vec<wit_chart_app::ChartType> {
+        crate::logging::init();
+        T::chart_types()
+            .into_iter()
+            .map(chart_type_to_wit)
+            .collect()
     }
 }
 

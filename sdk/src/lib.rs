@@ -1,12 +1,13 @@
 //! Guest-side SDK for Liteset plugins.
 //!
 //! A Liteset plugin is a WebAssembly component (target `wasm32-wasip2`) implementing one
-//! world of the WIT package `liteset:plugin@0.1.0` (vendored in this crate's `wit/`):
+//! world of the WIT package `liteset:plugin@0.2.0` (vendored in this crate's `wit/`):
 //!
 //! - `post-processor`: one step of a chart's `post_processing` list, transforming a
 //!   [`Table`]. Implement [`PostProcessor`] and call [`export_post_processor!`].
-//! - `viz`: builds queries for a chart type and renders their results. Implement [`Viz`] and
-//!   call [`export_viz!`].
+//! - `viz`: builds queries for a chart type and renders their results, and describes how its
+//!   chart types appear in Superset's app ([`ChartType`]). Implement [`Viz`] and call
+//!   [`export_viz!`].
 //!
 //! Plugin code only sees the plain Rust types of this crate ([`Table`], [`Column`],
 //! [`ColumnData`], [`PluginError`], ...); the export macros convert to and from the generated
@@ -35,12 +36,17 @@
 
 #[doc(hidden)]
 pub mod bindings;
+mod chart;
 mod glue;
 mod logging;
 mod table;
 pub mod testing;
 mod types;
 
+pub use chart::{
+    ChartType, CheckboxControl, Control, NumberControl, Section, SelectControl, SelectOption,
+    Shared, TextControl,
+};
 /// Python's `repr()`/`str()` of floats, strings and JSON values (`py::float(1e16)` is
 /// `1e+16`, `py::str("it's")` is `"it's"`): plugin authors need Superset-identical messages,
 /// and Superset spells the values in them the Python way.
@@ -56,7 +62,7 @@ pub use types::{
 };
 
 /// The version of the `liteset:plugin` WIT package this SDK targets.
-pub const WIT_VERSION: &str = "0.1.0";
+pub const WIT_VERSION: &str = "0.2.0";
 
 /// A post-processing step: one entry of a chart's `post_processing` list names the plugin
 /// (`{"operation": "<name>", "options": {...}}`) and the host calls [`process`](Self::process)
@@ -90,13 +96,25 @@ pub trait Viz {
         results: Vec<QueryResult>,
         size: Size,
     ) -> Result<ChartOutput, PluginError>;
+
+    /// How the plugin's chart types appear in Superset's app (Explore's gallery and control
+    /// panel), at most one per viz type of [`info`](Self::info); a viz type left out gets the
+    /// host's default. Defaults to [`ChartType::default_for`] each viz type, which is what the
+    /// host shows for plugins built before this export existed.
+    fn chart_types() -> Vec<ChartType> {
+        let info = Self::info();
+        info.viz_types
+            .iter()
+            .map(|v| ChartType::default_for(v, &info.label, &info.description))
+            .collect()
+    }
 }
 
 /// Exports a [`PostProcessor`] implementation as the component's `post-processor` world.
 ///
 /// Use once per plugin crate, at module level: `liteset_sdk::export_post_processor!(MyType);`.
-/// On wasm32 it emits the component exports (`liteset:plugin/meta@0.1.0` and
-/// `liteset:plugin/post-process@0.1.0`); on other targets it only checks that the type
+/// On wasm32 it emits the component exports (`liteset:plugin/meta@0.2.0` and
+/// `liteset:plugin/post-process@0.2.0`); on other targets it only checks that the type
 /// implements the trait, so native `cargo test` works.
 #[macro_export]
 macro_rules! export_post_processor {
@@ -121,9 +139,9 @@ macro_rules! export_post_processor {
 /// Exports a [`Viz`] implementation as the component's `viz` world.
 ///
 /// Use once per plugin crate, at module level: `liteset_sdk::export_viz!(MyType);`. On wasm32
-/// it emits the component exports (`liteset:plugin/meta@0.1.0` and
-/// `liteset:plugin/visualization@0.1.0`); on other targets it only checks that the type
-/// implements the trait.
+/// it emits the component exports (`liteset:plugin/meta@0.2.0`,
+/// `liteset:plugin/visualization@0.2.0` and `liteset:plugin/chart-app@0.2.0`); on other
+/// targets it only checks that the type implements the trait.
 #[macro_export]
 macro_rules! export_viz {
     ($plugin:ty) => {
@@ -135,6 +153,9 @@ macro_rules! export_viz {
             );
             $crate::__private::bindings::viz::export_raw!(
                 __LitesetVizExport with_types_in $crate::__private::bindings::viz
+            );
+            $crate::__private::bindings::chart_app::export_raw!(
+                __LitesetVizExport with_types_in $crate::__private::bindings::chart_app
             );
         };
         const _: fn() = || {

@@ -30,8 +30,8 @@
 use crate::bindings::{wit, wit_viz};
 use crate::glue;
 use crate::{
-    ChartOutput, Invocation, PluginError, PluginInfo, PluginKind, PostProcessor, QueryResult, Size,
-    Table, Viz,
+    ChartOutput, ChartType, Invocation, PluginError, PluginInfo, PluginKind, PostProcessor,
+    QueryResult, Size, Table, Viz,
 };
 
 pub use crate::table;
@@ -123,6 +123,31 @@ pub fn post_processor_info<T: PostProcessor>() -> Result<PluginInfo, String> {
 /// `viz` kind.
 pub fn viz_info<T: Viz>() -> Result<PluginInfo, String> {
     checked_info(T::info(), PluginKind::Viz)
+}
+
+/// `T::chart_types()` after the WIT round trip, checked against `T::info()`: every chart type
+/// names one of its viz types, at most once. (The host checks the rest when installing; `liteset
+/// plugin build` runs those checks.)
+pub fn chart_types<T: Viz>() -> Result<Vec<ChartType>, String> {
+    let info = viz_info::<T>()?;
+    let types: Vec<ChartType> = T::chart_types()
+        .into_iter()
+        .map(|c| glue::chart_type_from_wit(glue::chart_type_to_wit(c)))
+        .collect();
+    let mut seen = Vec::new();
+    for c in &types {
+        if !info.viz_types.contains(&c.viz_type) {
+            return Err(format!(
+                "chart type `{}` is not one of the plugin's viz types",
+                c.viz_type
+            ));
+        }
+        if seen.contains(&&c.viz_type) {
+            return Err(format!("chart type `{}` is described twice", c.viz_type));
+        }
+        seen.push(&c.viz_type);
+    }
+    Ok(types)
 }
 
 fn checked_info(info: PluginInfo, kind: PluginKind) -> Result<PluginInfo, String> {

@@ -6,7 +6,7 @@ use crate::*;
 #[test]
 fn vendored_wit_is_identical_to_the_repository_copy() {
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let upstream = manifest.join("../wit/liteset-plugin/v0.1.0/plugin.wit");
+    let upstream = manifest.join("../wit/liteset-plugin/v0.2.0/plugin.wit");
     if !upstream.exists() {
         // Published crate: only the vendored copy exists.
         return;
@@ -15,7 +15,7 @@ fn vendored_wit_is_identical_to_the_repository_copy() {
     let upstream = std::fs::read(upstream).unwrap();
     assert!(
         vendored == upstream,
-        "sdk/wit/plugin.wit differs from wit/liteset-plugin/v0.1.0/plugin.wit; copy it again"
+        "sdk/wit/plugin.wit differs from wit/liteset-plugin/v0.2.0/plugin.wit; copy it again"
     );
     assert!(
         String::from_utf8(vendored)
@@ -472,4 +472,115 @@ fn invocation_helper_and_logger() {
     log::warn!("native log lines go to stderr");
     host_log(log::Level::Info, "direct host log");
     assert_eq!(ChartOutput::payload("{}").payload.as_deref(), Some("{}"));
+}
+
+// ---- chart types ----------------------------------------------------------------------------
+
+#[test]
+fn default_chart_types_match_the_hosts_default() {
+    let types = crate::testing::chart_types::<Bars>().unwrap();
+    assert_eq!(types.len(), 1);
+    let t = &types[0];
+    assert_eq!((t.viz_type.as_str(), t.name.as_str()), ("bars", "bars"));
+    assert_eq!(
+        (t.category.as_str(), t.tags.clone()),
+        ("Liteset", vec!["Liteset".to_owned()])
+    );
+    assert_eq!(t.sections.len(), 1);
+    assert_eq!(t.sections[0].label, "Query");
+    assert!(t.sections[0].expanded);
+    let rows: Vec<Vec<Control>> = [
+        Shared::Metrics,
+        Shared::Groupby,
+        Shared::AdhocFilters,
+        Shared::RowLimit,
+    ]
+    .into_iter()
+    .map(|s| vec![Control::shared(s)])
+    .collect();
+    assert_eq!(t.sections[0].rows, rows);
+}
+
+struct Described;
+
+impl Viz for Described {
+    fn info() -> PluginInfo {
+        PluginInfo::viz("described", "1.0.0", ["d1", "d2"])
+    }
+
+    fn render(
+        _ctx: &Invocation,
+        _form_data: &str,
+        _results: Vec<QueryResult>,
+        _size: Size,
+    ) -> Result<ChartOutput, PluginError> {
+        Ok(ChartOutput::svg("<svg/>"))
+    }
+
+    fn chart_types() -> Vec<ChartType> {
+        vec![
+            ChartType::new("d1", "Described")
+                .description("d")
+                .category("Evolution")
+                .tags(["a", "b"])
+                .thumbnail("<svg/>")
+                .section(
+                    Section::new("Options")
+                        .row([
+                            Control::from(
+                                Control::number("n", "N")
+                                    .min(0.0)
+                                    .max(9.0)
+                                    .default(2.0)
+                                    .integer(true),
+                            ),
+                            Control::checkbox("c", "C").default(true).into(),
+                        ])
+                        .row([Control::select("s", "S", [("x", "X"), ("y", "Y")]).default("y")])
+                        .row([Control::text("t", "T").default("hi").description("tip")]),
+                ),
+        ]
+    }
+}
+
+#[test]
+fn chart_types_survive_the_wit_round_trip() {
+    let types = crate::testing::chart_types::<Described>().unwrap();
+    assert_eq!(types, Described::chart_types());
+    let s = &types[0].sections[0];
+    assert!(!s.expanded);
+    assert_eq!(s.rows[0].len(), 2);
+    let Control::Select(sel) = &s.rows[1][0] else {
+        panic!("select")
+    };
+    assert_eq!(sel.default, "y");
+    assert_eq!(sel.options[0].value, "x");
+    assert_eq!(Shared::XAxis.key(), "x_axis");
+}
+
+struct Wrong;
+
+impl Viz for Wrong {
+    fn info() -> PluginInfo {
+        PluginInfo::viz("wrong", "1.0.0", ["w"])
+    }
+
+    fn render(
+        _ctx: &Invocation,
+        _form_data: &str,
+        _results: Vec<QueryResult>,
+        _size: Size,
+    ) -> Result<ChartOutput, PluginError> {
+        Ok(ChartOutput::svg("<svg/>"))
+    }
+
+    fn chart_types() -> Vec<ChartType> {
+        vec![ChartType::new("other", "Other")]
+    }
+}
+
+#[test]
+fn the_harness_refuses_chart_types_of_undeclared_viz_types() {
+    let err = crate::testing::chart_types::<Wrong>().unwrap_err();
+    assert!(err.contains("`other` is not one of"), "{err}");
 }

@@ -21,8 +21,9 @@ pub mod viz;
 
 pub use registry::{PluginSummary, Plugins, Source};
 
-/// The WIT package version this server implements.
-pub const WIT_VERSION: &str = "0.1.0";
+/// The `liteset:plugin` WIT versions this server loads, oldest first. A component built against
+/// any of them installs and runs; the SDK emits the newest.
+pub const SUPPORTED_WIT_VERSIONS: &[&str] = &["0.1.0", "0.2.0"];
 
 /// Name of the built-in post-processing plugin.
 pub const BUILTIN_POSTPROCESSING: &str = "postprocessing";
@@ -35,7 +36,8 @@ pub const BUILTIN_VIZ: &str = "charts";
 pub enum Kind {
     /// Exports `post-process`: a `post_processing` operation.
     PostProcessor,
-    /// Exports `visualization`: builds queries for and renders a chart type.
+    /// Exports `visualization`: builds queries for and renders a chart type (from 0.2.0 also
+    /// `chart-app`, its chart types' look in Superset's app).
     Viz,
 }
 
@@ -137,10 +139,16 @@ mod tests {
     /// released folder and this fails; put changes in a new version folder instead.
     #[test]
     fn released_wit_versions_are_frozen() {
-        const RELEASED: &[(&str, &str)] = &[(
-            "v0.1.0/plugin.wit",
-            "447273b0693f42686710a693f7bab34e2f09eb486a186dc5d72893f7e0b689a8",
-        )];
+        const RELEASED: &[(&str, &str)] = &[
+            (
+                "v0.1.0/plugin.wit",
+                "447273b0693f42686710a693f7bab34e2f09eb486a186dc5d72893f7e0b689a8",
+            ),
+            (
+                "v0.2.0/plugin.wit",
+                "9ecf369340fc2b1db055f62160f9ad3b8a533a1428497cc666f2cece457ae628",
+            ),
+        ];
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/liteset-plugin");
         for (file, want) in RELEASED {
             let bytes = std::fs::read(root.join(file)).expect("released WIT file");
@@ -150,10 +158,16 @@ mod tests {
                 "{file} changed, but released WIT versions are frozen"
             );
         }
-        let v010: Vec<String> = std::fs::read_dir(root.join("v0.1.0"))
-            .expect("v0.1.0")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        assert_eq!(v010, ["plugin.wit"], "no file added to a released version");
+        for version in ["v0.1.0", "v0.2.0"] {
+            let files: Vec<String> = std::fs::read_dir(root.join(version))
+                .expect("released version folder")
+                .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(files, ["plugin.wit"], "no file added to {version}");
+        }
+        // Every version the server loads is a released folder.
+        for v in super::SUPPORTED_WIT_VERSIONS {
+            assert!(root.join(format!("v{v}/plugin.wit")).is_file(), "{v}");
+        }
     }
 }

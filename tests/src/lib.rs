@@ -994,23 +994,28 @@ impl Api {
 // ---------------------------------------------------------------------------------------------
 
 /// The hostile/diagnostic fixture plugin (`tests/fixtures/plugins`) built for wasm32-wasip2
-/// with `features` (`""`, `"v2"` or `"renamed"`), built once per variant. Each variant has its
-/// own target directory (next to this test's), so concurrent test processes never read each
-/// other's half-written output.
+/// with `features` (`""`, `"v2"`, `"renamed"`, `"viz"`, `"bad_chart_app"`), built once per
+/// variant. Each variant has its own target directory (next to this test's), so concurrent
+/// test processes never read each other's half-written output.
 pub fn fixture_plugin(features: &str) -> PathBuf {
-    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, p)) = built.iter().find(|(f, _)| f == features) {
-        return p.clone();
-    }
     let variant = if features.is_empty() {
         "default"
     } else {
         features
     };
-    let wasm = build_component(&tests_dir().join("fixtures/plugins"), variant, features);
-    built.push((features.to_owned(), wasm.clone()));
-    wasm
+    build_component(
+        "fixtures/plugins",
+        "liteset_fixture_plugin",
+        features,
+        variant,
+    )
+}
+
+/// The `liteset:plugin@0.1.0` viz component of `tests/fixtures/plugin-v010` (`legacy_viz`),
+/// built without the SDK straight from the frozen 0.1.0 WIT: what every plugin built before
+/// 0.2.0 looks like to the server. Built once, like [`fixture_plugin`].
+pub fn legacy_plugin() -> PathBuf {
+    build_component("fixtures/plugin-v010", "liteset_plugin_v010", "", "v010")
 }
 
 /// This crate's folder (`tests/`): the runtime value first, since worktrees sharing one
@@ -1022,11 +1027,15 @@ pub fn tests_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
-/// Builds the plugin crate in `dir` for wasm32-wasip2 (release, with `features`) into a
-/// target directory of its own per `variant`, next to this test's profile directories (so
-/// concurrent test processes never read each other's half-written output), and returns the
-/// component's path.
-pub fn build_component(dir: &Path, variant: &str, features: &str) -> PathBuf {
+/// Builds the crate at `crate_dir` (relative to this crate, or absolute) for wasm32-wasip2
+/// with `features` into `<target>/fixture-plugins/<variant>`, once per process and variant;
+/// `lib_name` is its library's name (the component's file name).
+pub fn build_component(crate_dir: &str, lib_name: &str, features: &str, variant: &str) -> PathBuf {
+    static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, p)) = built.iter().find(|(v, _)| v == variant) {
+        return p.clone();
+    }
     let exe = std::env::current_exe().expect("current_exe");
     // `<target>/<profile>/deps/<test>`: build next to the profile directories.
     let base = exe
@@ -1035,6 +1044,7 @@ pub fn build_component(dir: &Path, variant: &str, features: &str) -> PathBuf {
         .unwrap_or_else(|| exe.parent().expect("parent"))
         .to_path_buf();
     let target_dir = base.join("fixture-plugins").join(variant);
+    let manifest = tests_dir().join(crate_dir).join("Cargo.toml");
     let mut cmd =
         std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args([
@@ -1044,7 +1054,7 @@ pub fn build_component(dir: &Path, variant: &str, features: &str) -> PathBuf {
         "wasm32-wasip2",
         "--manifest-path",
     ])
-    .arg(dir.join("Cargo.toml"))
+    .arg(&manifest)
     .arg("--target-dir")
     .arg(&target_dir);
     if !features.is_empty() {
@@ -1059,18 +1069,14 @@ pub fn build_component(dir: &Path, variant: &str, features: &str) -> PathBuf {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("run cargo for a plugin crate");
+    let status = cmd.status().expect("run cargo for a fixture plugin");
     assert!(
         status.success(),
-        "building {} ({variant}) failed",
-        dir.display()
+        "building the fixture plugin {crate_dir} ({variant}) failed"
     );
-    let release = target_dir.join("wasm32-wasip2/release");
-    let wasm = std::fs::read_dir(&release)
-        .unwrap_or_else(|e| panic!("{}: {e}", release.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "wasm"))
-        .unwrap_or_else(|| panic!("no .wasm in {}", release.display()));
+    let wasm = target_dir.join(format!("wasm32-wasip2/release/{lib_name}.wasm"));
+    assert!(wasm.is_file(), "{} missing", wasm.display());
+    built.push((variant.to_owned(), wasm.clone()));
     wasm
 }
 

@@ -196,7 +196,7 @@ async fn a_scaffolded_viz_plugin_is_built_installed_and_draws_a_chart() {
     assert_eq!(field(&fields, "name"), "myviz");
     assert_eq!(field(&fields, "version"), "0.1.0");
     assert_eq!(field(&fields, "viz_types"), "myviz");
-    assert_eq!(field(&fields, "wit_version"), "0.1.0");
+    assert_eq!(field(&fields, "wit_version"), "0.2.0");
     let wasm = PathBuf::from(field(&fields, "wasm"));
     println!(
         "scaffolded viz: built in {secs:.1} s, {} bytes",

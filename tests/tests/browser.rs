@@ -306,7 +306,12 @@ fn waterfall_next_version(mark: &str) -> PathBuf {
         }
     }
     std::fs::copy(src.join("Cargo.lock"), dir.join("Cargo.lock")).expect("Cargo.lock");
-    liteset_tests::build_component(&dir, "waterfall-next", "")
+    liteset_tests::build_component(
+        &dir.display().to_string(),
+        "liteset_example_waterfall",
+        "",
+        "waterfall-next",
+    )
 }
 
 /// A wasm viz plugin as a chart type of the unmodified app (tests/browser/chart_app.mjs):
@@ -316,13 +321,14 @@ fn waterfall_next_version(mark: &str) -> PathBuf {
 async fn custom_viz_plugin_in_the_app() {
     let (frontend, browser_dir) = browser_setup();
     let mark = "↑";
-    let examples = liteset_tests::tests_dir()
-        .parent()
-        .expect("checkout")
-        .join("examples");
     let (v1, v2, fixture) = tokio::task::spawn_blocking(move || {
         (
-            liteset_tests::build_component(&examples.join("waterfall"), "waterfall", ""),
+            liteset_tests::build_component(
+                "../examples/waterfall",
+                "liteset_example_waterfall",
+                "",
+                "waterfall",
+            ),
             waterfall_next_version(mark),
             liteset_tests::fixture_plugin("viz"),
         )

@@ -109,11 +109,11 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
     assert_eq!(builtin["name"], "postprocessing", "{list}");
     assert_eq!(builtin["kind"], "post-processor");
     assert_eq!(builtin["source"], "built-in");
-    assert_eq!(builtin["wit_version"], "0.1.0");
+    assert_eq!(builtin["wit_version"], "0.2.0");
     assert_eq!(builtin["sha256"].as_str().map(str::len), Some(64));
     assert_eq!(builtin["limits"]["memory_mb"], 128);
     assert_eq!(builtin["limits"]["timeout_ms"], 2000);
-    assert_eq!(list["supported_wit_versions"], json!(["0.1.0"]));
+    assert_eq!(list["supported_wit_versions"], json!(["0.1.0", "0.2.0"]));
     let anon = server
         .client()
         .get(server.url("/api/v1/plugin/"))
@@ -184,8 +184,12 @@ async fn uploaded_plugins_are_live_replaceable_persistent_and_deletable() {
         ),
         ("(component)", "exports no liteset:plugin interface"),
         (
-            r#"(component (instance $i) (export "liteset:plugin/post-process@0.2.0" (instance $i)))"#,
-            "targets liteset:plugin@0.2.0; this server supports liteset:plugin@0.1.0",
+            r#"(component (instance $i) (export "liteset:plugin/post-process@0.3.0" (instance $i)))"#,
+            "targets liteset:plugin@0.3.0; this server supports liteset:plugin@0.1.0 and @0.2.0",
+        ),
+        (
+            r#"(component (instance $i) (export "liteset:plugin/meta@0.1.0" (instance $i)) (export "liteset:plugin/post-process@0.2.0" (instance $i)))"#,
+            "exports liteset:plugin interfaces of two versions (0.1.0 and 0.2.0)",
         ),
     ];
     for (text, why) in refused {

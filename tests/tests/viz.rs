@@ -4,7 +4,7 @@
 //! digest protocol; the dashboard page lays the charts out; and a hostile viz plugin's SVG
 //! reaches the client only after the sanitiser removed scripts, handlers and external links.
 
-use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, fixture_plugin, pg};
+use liteset_tests::{ADMIN_PASSWORD, Api, Metadata, TestServer, fixture_plugin, legacy_plugin, pg};
 use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -530,6 +530,9 @@ async fn a_hostile_viz_plugins_svg_is_sanitised() {
             "invalid result",
         ),
         ("error", StatusCode::BAD_REQUEST, "fixture viz refuses"),
+        // A real wasm trap and an endless loop: typed errors like a post-processor's.
+        ("trap", StatusCode::INTERNAL_SERVER_ERROR, "crashed"),
+        ("spin", StatusCode::REQUEST_TIMEOUT, "timeout"),
     ] {
         let id = chart(&api, ds, "fixture_hostile", json!({"mode": mode})).await;
         let (s, _, body) = fetch(&api, &format!("/api/v1/chart/{id}/render.svg")).await;
@@ -585,12 +588,13 @@ async fn the_apps_drawing_is_the_servers_picture() {
         "built-in types are the app's own"
     );
 
-    let examples = liteset_tests::tests_dir()
-        .parent()
-        .expect("checkout")
-        .join("examples");
     let wasm = tokio::task::spawn_blocking(move || {
-        liteset_tests::build_component(&examples.join("waterfall"), "waterfall", "")
+        liteset_tests::build_component(
+            "../examples/waterfall",
+            "liteset_example_waterfall",
+            "",
+            "waterfall",
+        )
     })
     .await
     .expect("build");
@@ -799,4 +803,80 @@ async fn the_apps_drawing_is_the_servers_picture() {
         .await
         .expect("anonymous list");
     assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+}
+
+/// The plugin called `name` in `GET /api/v1/plugin/`.
+async fn listed(api: &Api, name: &str) -> Value {
+    let (s, list) = api.get("/api/v1/plugin/").await;
+    assert_eq!(s, StatusCode::OK, "{list}");
+    list["result"]
+        .as_array()
+        .expect("plugins")
+        .iter()
+        .find(|p| p["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} not listed: {list}"))
+}
+
+#[tokio::test]
+async fn wit_0_1_0_and_0_2_0_viz_plugins_install_side_by_side_and_render() {
+    let url = analytics().await;
+    let server = TestServer::builder().start().await.expect("server");
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let ds = people_dataset(&api, &url).await;
+    let (_, list) = api.get("/api/v1/plugin/").await;
+    assert_eq!(list["supported_wit_versions"], json!(["0.1.0", "0.2.0"]));
+
+    // A component built against the frozen 0.1.0 WIT, without the SDK, keeps installing and
+    // rendering, its form data reaching it as before.
+    let wasm = std::fs::read(legacy_plugin()).expect("legacy wasm");
+    let (s, body) = upload(&api, &wasm).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    assert_eq!(body["result"]["wit_version"], "0.1.0", "{body}");
+    assert_eq!(listed(&api, "legacy_viz").await["wit_version"], "0.1.0");
+    let id = chart(&api, ds, "legacy_viz", json!({"caption": "old"})).await;
+    let text = svg(
+        &api,
+        &format!("/api/v1/chart/{id}/render.svg?width=200&height=100"),
+    )
+    .await;
+    let drawn = parse(&text);
+    assert_eq!(
+        (drawn.width.as_str(), drawn.height.as_str()),
+        ("200", "100")
+    );
+    assert!(text.contains("legacy old rows=1"), "{text}");
+
+    // A 0.2.0 component (the SDK's, with the chart-app export) next to it.
+    let wasm = std::fs::read(fixture_plugin("viz")).expect("fixture wasm");
+    let (s, body) = upload(&api, &wasm).await;
+    assert_eq!(s, StatusCode::CREATED, "{body}");
+    assert_eq!(body["result"]["wit_version"], "0.2.0", "{body}");
+    assert_eq!(listed(&api, "fixture_viz").await["wit_version"], "0.2.0");
+    let id = chart(&api, ds, "fixture_hostile", json!({"mode": "hostile"})).await;
+    let text = svg(&api, &format!("/api/v1/chart/{id}/render.svg")).await;
+    assert!(parse(&text).texts.iter().any(|t| t == "rows=1"), "{text}");
+    // The legacy plugin still renders after the other install.
+    let id = chart(&api, ds, "legacy_viz", json!({})).await;
+    let text = svg(&api, &format!("/api/v1/chart/{id}/render.svg")).await;
+    assert!(text.contains("legacy hello rows=1"), "{text}");
+}
+
+#[tokio::test]
+async fn an_invalid_chart_app_description_refuses_the_upload() {
+    let server = TestServer::builder().start().await.expect("server");
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let wasm = std::fs::read(fixture_plugin("bad_chart_app")).expect("fixture wasm");
+    let (s, body) = upload(&api, &wasm).await;
+    assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+    let shown = body.to_string();
+    assert!(
+        shown.contains("chart-app") && shown.contains("viz_type") && shown.contains("reserves"),
+        "the message names the problem: {body}"
+    );
+    let (_, list) = api.get("/api/v1/plugin/").await;
+    assert!(
+        !list.to_string().contains("fixture_viz"),
+        "nothing was installed: {list}"
+    );
 }

@@ -8,11 +8,17 @@
 //!   and draws one floating bar per step from the running total: increases green, decreases
 //!   orange, and a final grey total bar, with a y axis of nice ticks, grid lines, x labels and
 //!   each bar's change above it. Colours are Superset's defaults for this chart.
+//! - `chart_types` describes the chart for Superset's app: the gallery entry and a control
+//!   panel of shared query controls plus three own options `render` honours: `show_total`
+//!   (draw the total bar), `total_label` (its x label) and `increase_color` (one of
+//!   [`INCREASE_COLORS`]). Absent options keep the defaults, so charts saved before them
+//!   render as they did.
 
 use std::fmt::Write as _;
 
 use liteset_sdk::{
-    ChartOutput, Column, Invocation, PluginError, PluginInfo, QueryResult, Size, Value, Viz,
+    ChartOutput, ChartType, Column, Control, Invocation, PluginError, PluginInfo, QueryResult,
+    Section, Shared, Size, Value, Viz,
 };
 use serde_json::{Map, Value as Json, json};
 
@@ -25,6 +31,56 @@ pub const INCREASE: &str = "#5AC189";
 pub const DECREASE: &str = "#FF7F44";
 /// See [`INCREASE`].
 pub const TOTAL: &str = "#666666";
+
+/// The colours the `increase_color` control offers, `(value, label)`; the first is the default.
+pub const INCREASE_COLORS: [(&str, &str); 2] = [(INCREASE, "Green"), ("#1F77B4", "Blue")];
+
+/// The gallery thumbnail: three floating bars and a total, in the chart's colours.
+const THUMBNAIL: &str = r##"<svg xmlns="http://www.w3.org/2000/svg" width="160" height="100" viewBox="0 0 160 100"><line x1="8" y1="92" x2="152" y2="92" stroke="#999"/><rect x="14" y="52" width="24" height="40" fill="#5AC189"/><rect x="48" y="28" width="24" height="24" fill="#5AC189"/><rect x="82" y="28" width="24" height="30" fill="#FF7F44"/><rect x="116" y="58" width="24" height="34" fill="#666666"/></svg>"##;
+
+/// The options of the "Chart options" section, read from form data.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Options {
+    /// `show_total`: draw the final total bar (default true).
+    pub show_total: bool,
+    /// `total_label`: the total bar's x label (default `Total`).
+    pub total_label: String,
+    /// `increase_color`: one of [`INCREASE_COLORS`]' values (anything else: the default).
+    pub increase_color: &'static str,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            show_total: true,
+            total_label: "Total".into(),
+            increase_color: INCREASE,
+        }
+    }
+}
+
+impl Options {
+    /// The options in `form`; absent or mistyped values fall back to the defaults, and a
+    /// colour is taken only from the offered list (it goes into the SVG).
+    pub fn from_form(form: &Map<String, Json>) -> Options {
+        let d = Options::default();
+        Options {
+            show_total: form
+                .get("show_total")
+                .and_then(Json::as_bool)
+                .unwrap_or(d.show_total),
+            total_label: form
+                .get("total_label")
+                .and_then(Json::as_str)
+                .map_or(d.total_label, str::to_owned),
+            increase_color: form
+                .get("increase_color")
+                .and_then(Json::as_str)
+                .and_then(|c| INCREASE_COLORS.iter().find(|(v, _)| *v == c))
+                .map_or(d.increase_color, |(v, _)| v),
+        }
+    }
+}
 
 fn parse(form_data: &str) -> Result<Map<String, Json>, PluginError> {
     match serde_json::from_str(form_data) {
@@ -228,8 +284,13 @@ fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The chart as SVG.
+/// The chart as SVG, increases in Superset's green.
 pub fn draw(title: &str, steps: &[Step], size: Size) -> String {
+    draw_with(title, steps, size, INCREASE)
+}
+
+/// The chart as SVG, increases in `increase`.
+pub fn draw_with(title: &str, steps: &[Step], size: Size, increase: &str) -> String {
     let (w, h) = (f64::from(size.width), f64::from(size.height));
     let mut s = String::new();
     let _ = write!(
@@ -297,7 +358,7 @@ pub fn draw(title: &str, steps: &[Step], size: Size) -> String {
 
     for (i, st) in steps.iter().enumerate() {
         let colour = match st.kind {
-            "increase" => INCREASE,
+            "increase" => increase,
             "decrease" => DECREASE,
             _ => TOTAL,
         };
@@ -411,7 +472,61 @@ impl Viz for Waterfall {
         }
         let changes: Vec<(String, f64)> = sums.into_iter().map(|(_, t, v)| (t, v)).collect();
         let title = form.get("slice_name").and_then(Json::as_str).unwrap_or("");
-        Ok(ChartOutput::svg(draw(title, &steps(&changes), size)))
+        let options = Options::from_form(&form);
+        let mut steps = steps(&changes);
+        if options.show_total {
+            if let Some(total) = steps.last_mut() {
+                total.label = options.total_label;
+            }
+        } else {
+            steps.pop();
+        }
+        Ok(ChartOutput::svg(draw_with(
+            title,
+            &steps,
+            size,
+            options.increase_color,
+        )))
+    }
+
+    fn chart_types() -> Vec<ChartType> {
+        vec![
+            ChartType::new("waterfall", "Waterfall (Liteset)")
+                .description(
+                    "How a metric builds up step by step: increases, decreases and the total, \
+                     one floating bar per x value",
+                )
+                .category("Evolution")
+                .tags(["Liteset", "Comparison"])
+                .thumbnail(THUMBNAIL)
+                .section(
+                    Section::new("Query")
+                        .expanded(true)
+                        .row([Shared::XAxis])
+                        .row([Shared::TimeGrainSqla])
+                        .row([Shared::Groupby])
+                        .row([Shared::Metric])
+                        .row([Shared::AdhocFilters])
+                        .row([Shared::RowLimit]),
+                )
+                .section(
+                    Section::new("Chart options")
+                        .expanded(true)
+                        .row([Control::checkbox("show_total", "Show total")
+                            .default(true)
+                            .description("Draw the final bar with the running total")])
+                        .row([Control::text("total_label", "Total label")
+                            .default("Total")
+                            .description("The x label of the total bar")])
+                        .row([Control::select(
+                            "increase_color",
+                            "Increase colour",
+                            INCREASE_COLORS,
+                        )
+                        .default(INCREASE)
+                        .description("The colour of bars that increase the total")]),
+                ),
+        ]
     }
 }
 
@@ -587,5 +702,100 @@ mod tests {
     #[test]
     fn info_is_installable() {
         assert_eq!(viz_info::<Waterfall>().unwrap().viz_types, ["waterfall"]);
+    }
+
+    fn sample() -> (Json, liteset_sdk::Table) {
+        let form = json!({"metric": "delta", "x_axis": "step"});
+        let data = table! {
+            "step" => utf8 [Some("a"), Some("b")],
+            "delta" => float64 [Some(10.0), Some(-4.0)],
+        };
+        (form, data)
+    }
+
+    fn with(mut form: Json, key: &str, value: Json) -> Json {
+        form[key] = value;
+        form
+    }
+
+    #[test]
+    fn show_total_false_omits_the_total_bar() {
+        let (form, data) = sample();
+        let all = render(form.clone(), data.clone());
+        assert_eq!(
+            bars(&all),
+            ["increase:a:+10", "decrease:b:-4", "total:Total:6"]
+        );
+        let svg = render(with(form, "show_total", json!(false)), data);
+        assert_eq!(bars(&svg), ["increase:a:+10", "decrease:b:-4"], "{svg}");
+        assert!(!svg.contains(TOTAL) && !svg.contains(">Total<"), "{svg}");
+    }
+
+    #[test]
+    fn total_label_names_the_total_bar() {
+        let (form, data) = sample();
+        let svg = render(with(form, "total_label", json!("Net <cash>")), data);
+        assert_eq!(
+            bars(&svg),
+            [
+                "increase:a:+10",
+                "decrease:b:-4",
+                "total:Net &lt;cash&gt;:6"
+            ]
+        );
+        assert!(svg.contains(">Net &lt;cash&gt;<"), "{svg}");
+    }
+
+    #[test]
+    fn increase_color_takes_only_the_offered_colours() {
+        let (form, data) = sample();
+        let blue = render(
+            with(form.clone(), "increase_color", json!("#1F77B4")),
+            data.clone(),
+        );
+        assert!(
+            blue.contains(r##"fill="#1F77B4""##) && !blue.contains(INCREASE),
+            "{blue}"
+        );
+        let forged = with(form.clone(), "increase_color", json!("red\"/><script/>"));
+        assert_eq!(render(forged, data.clone()), render(form, data));
+    }
+
+    #[test]
+    fn the_chart_type_describes_the_options_render_reads() {
+        let types = liteset_sdk::testing::chart_types::<Waterfall>().unwrap();
+        assert_eq!(types.len(), 1);
+        let t = &types[0];
+        assert_eq!(
+            (t.viz_type.as_str(), t.name.as_str(), t.category.as_str()),
+            ("waterfall", "Waterfall (Liteset)", "Evolution")
+        );
+        assert_eq!(t.tags, ["Liteset", "Comparison"]);
+        assert!(
+            t.thumbnail
+                .as_deref()
+                .is_some_and(|s| s.starts_with("<svg"))
+        );
+        let names: Vec<String> = t.sections[1]
+            .rows
+            .iter()
+            .flatten()
+            .map(|c| match c {
+                Control::Checkbox(c) => format!("{}={}", c.name, c.default),
+                Control::Text(c) => format!("{}={}", c.name, c.default),
+                Control::Select(c) => format!("{}={}", c.name, c.default),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "show_total=true",
+                "total_label=Total",
+                "increase_color=#5AC189"
+            ]
+        );
+        // The defaults the panel shows are what render uses when the keys are absent.
+        assert_eq!(Options::from_form(&Map::new()), Options::default());
     }
 }

@@ -14,7 +14,7 @@ use super::error::ApiError;
 use super::extract::Auth;
 use super::wire::{Message, Nullable, ResultOf};
 use crate::auth::{self, CurrentUser, Principal};
-use crate::plugins::{PluginSummary, WIT_VERSION};
+use crate::plugins::{PluginSummary, SUPPORTED_WIT_VERSIONS};
 use crate::state::AppState;
 
 /// The plugin management API.
@@ -139,7 +139,10 @@ impl PluginApi {
         Ok(Json(PluginList {
             count: result.len() as u64,
             result,
-            supported_wit_versions: vec![WIT_VERSION.to_owned()],
+            supported_wit_versions: SUPPORTED_WIT_VERSIONS
+                .iter()
+                .map(|v| (*v).to_owned())
+                .collect(),
         }))
     }
 

@@ -104,6 +104,25 @@ impl WasiView for CallState {
 
 impl types::Host for CallState {}
 
+/// `host.log` of 0.2.0: the same function, its `log-level` generated a second time.
+impl super::bindings::v020::post_processor::liteset::plugin::host::Host for CallState {
+    fn log(
+        &mut self,
+        level: super::bindings::v020::post_processor::liteset::plugin::host::LogLevel,
+        message: String,
+    ) {
+        use super::bindings::v020::post_processor::liteset::plugin::host::LogLevel as L;
+        let level = match level {
+            L::Trace => LogLevel::Trace,
+            L::Debug => LogLevel::Debug,
+            L::Info => LogLevel::Info,
+            L::Warn => LogLevel::Warn,
+            L::Error => LogLevel::Error,
+        };
+        host::Host::log(self, level, message);
+    }
+}
+
 impl host::Host for CallState {
     fn log(&mut self, level: LogLevel, message: String) {
         self.log_lines += 1;

@@ -14,10 +14,9 @@ use sha2::{Digest, Sha256};
 use tokio::sync::OnceCell;
 use wasmtime::component::Component;
 
-use super::bindings::post_processor::{PostProcessor, PostProcessorPre};
-use super::bindings::types;
-use super::bindings::viz::{Viz, VizPre};
+use super::bindings::{post_processor, types, v020, viz};
 use super::call::{Call, CallState, Limits};
+use super::chart_type::{self, ChartType};
 use super::runtime::Runtime;
 use super::{BUILTIN_POSTPROCESSING, BUILTIN_VIZ, Kind, PluginError, Result, table};
 use crate::config::PluginConfig;
@@ -67,6 +66,11 @@ pub struct PluginSummary {
     pub viz_types: Vec<String>,
     /// JSON Schema of its params or form data, when it declares one.
     pub params_schema: Option<Json>,
+    /// How a viz plugin's chart types appear in Superset's app, one per `viz_types` entry in
+    /// that order (post-processors: empty). From the plugin's `chart-app` export (0.2.0),
+    /// validated at install; viz types it leaves out, and every viz type of a 0.1.0 plugin,
+    /// get [`chart_type::default_chart_type`].
+    pub chart_types: Vec<ChartType>,
     /// `liteset:plugin` version it targets.
     pub wit_version: String,
     /// Built-in or uploaded.
@@ -81,14 +85,66 @@ pub struct PluginSummary {
     pub timeout_ms: u64,
     /// When it was uploaded (built-in plugins: `None`).
     pub changed_on: Option<NaiveDateTime>,
-    /// How its viz types appear in Superset's app (viz plugins).
-    pub chart_types: Vec<super::chart_type::ChartType>,
 }
 
+/// A compiled plugin ready to instantiate, by world and WIT version.
 pub(super) enum Pre {
-    PostProcessor(PostProcessorPre<CallState>),
-    Viz(VizPre<CallState>),
+    PostProcessor(PostProcessorPre),
+    Viz(VizPre),
 }
+
+/// A post-processor's `InstancePre`, by WIT version.
+pub(super) enum PostProcessorPre {
+    V010(post_processor::PostProcessorPre<CallState>),
+    V020(v020::post_processor::PostProcessorPre<CallState>),
+}
+
+/// A viz plugin's `InstancePre`, by WIT version.
+pub(super) enum VizPre {
+    V010(viz::VizPre<CallState>),
+    V020(v020::viz::VizPre<CallState>),
+}
+
+/// Instantiates a post-processor of either version in `$store` and evaluates `$body` with
+/// `$inst` bound to the instance. Both versions' bindings have the same method names and, for
+/// every type `$body` may pass across, the same Rust types (`bindings.rs` shares `types`), so
+/// one body serves both; a macro because the instance types differ.
+macro_rules! with_post_processor {
+    ($pre:expr, $store:expr, |$inst:ident| $body:expr) => {
+        match $pre {
+            $crate::plugins::registry::PostProcessorPre::V010(pre) => {
+                let $inst = pre.instantiate_async(&mut $store).await?;
+                $body
+            }
+            $crate::plugins::registry::PostProcessorPre::V020(pre) => {
+                let $inst = pre.instantiate_async(&mut $store).await?;
+                $body
+            }
+        }
+    };
+}
+
+/// [`with_post_processor!`] for viz plugins; `$m` names the version's bindings module, for the
+/// `visualization` types that differ between versions (`query-result`, `chart-output`).
+macro_rules! with_viz {
+    ($pre:expr, $store:expr, |$inst:ident, $m:ident| $body:expr) => {
+        match $pre {
+            $crate::plugins::registry::VizPre::V010(pre) => {
+                #[allow(unused_imports)]
+                use $crate::plugins::bindings::viz as $m;
+                let $inst = pre.instantiate_async(&mut $store).await?;
+                $body
+            }
+            $crate::plugins::registry::VizPre::V020(pre) => {
+                #[allow(unused_imports)]
+                use $crate::plugins::bindings::v020::viz as $m;
+                let $inst = pre.instantiate_async(&mut $store).await?;
+                $body
+            }
+        }
+    };
+}
+pub(super) use with_viz;
 
 /// An installed, compiled plugin.
 pub struct Loaded {
@@ -164,15 +220,26 @@ impl Plugins {
             .map_err(|e| PluginError::Rejected(format!("The component cannot be linked: {e}")))?;
         let reject = |e: wasmtime::Error| {
             PluginError::Rejected(format!(
-                "The component does not match the liteset:plugin@0.1.0 {} world: {e}",
+                "The component does not match the liteset:plugin@{} {} world: {e}",
+                inspection.wit_version,
                 inspection.kind.as_str()
             ))
         };
+        let v010 = inspection.wit_version == "0.1.0";
         let pre = match inspection.kind {
-            Kind::PostProcessor => {
-                Pre::PostProcessor(PostProcessorPre::new(instance_pre).map_err(reject)?)
-            }
-            Kind::Viz => Pre::Viz(VizPre::new(instance_pre).map_err(reject)?),
+            Kind::PostProcessor if v010 => Pre::PostProcessor(PostProcessorPre::V010(
+                post_processor::PostProcessorPre::new(instance_pre).map_err(reject)?,
+            )),
+            Kind::PostProcessor => Pre::PostProcessor(PostProcessorPre::V020(
+                v020::post_processor::PostProcessorPre::new(instance_pre).map_err(reject)?,
+            )),
+            Kind::Viz if v010 => Pre::Viz(VizPre::V010(
+                viz::VizPre::new(instance_pre).map_err(reject)?,
+            )),
+            // `VizPre::new` checks every export of the world, `chart-app` included.
+            Kind::Viz => Pre::Viz(VizPre::V020(
+                v020::viz::VizPre::new(instance_pre).map_err(reject)?,
+            )),
         };
         // Smoke call under default limits: the plugin must describe itself.
         let limits = self.limits("");
@@ -208,12 +275,35 @@ impl Plugins {
                 PluginError::Rejected(format!("The plugin's params schema is not JSON: {e}"))
             })?),
         };
+        let chart_types = match &pre {
+            Pre::PostProcessor(_) => Vec::new(),
+            Pre::Viz(viz) => {
+                let default_for = |viz_type: &str| {
+                    chart_type::default_chart_type(
+                        viz_type,
+                        &info.label,
+                        &info.description,
+                        params_schema.as_ref(),
+                    )
+                };
+                let declared = match viz {
+                    VizPre::V010(_) => Vec::new(),
+                    // A smoke call of its own, after meta.info: the description is read once
+                    // here and kept in the summary.
+                    VizPre::V020(pre) => self.chart_types(pre, limits).await.map_err(|e| {
+                        PluginError::Rejected(format!(
+                            "The plugin failed its smoke call (chart-app.chart-types): {e}"
+                        ))
+                    })?,
+                };
+                chart_type::validate(&info.viz_types, declared, default_for).map_err(|e| {
+                    PluginError::Rejected(format!(
+                        "The plugin's chart-app description is invalid: {e}"
+                    ))
+                })?
+            }
+        };
         let limits = self.limits(&info.name);
-        let chart_types = info
-            .viz_types
-            .iter()
-            .map(|v| super::chart_type::default_for(v, &info.label, &info.description))
-            .collect();
         let loaded = Loaded {
             summary: PluginSummary {
                 name: info.name,
@@ -223,6 +313,7 @@ impl Plugins {
                 description: info.description,
                 viz_types: info.viz_types,
                 params_schema,
+                chart_types,
                 wit_version: inspection.wit_version,
                 source,
                 sha256,
@@ -230,7 +321,6 @@ impl Plugins {
                 memory_mb: (limits.memory_bytes >> 20) as u64,
                 timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
                 changed_on: None,
-                chart_types,
             },
             pre,
             limits,
@@ -265,26 +355,51 @@ impl Plugins {
         let outcome = match pre {
             Pre::PostProcessor(pre) => {
                 tokio::time::timeout(budget, async {
-                    let inst: PostProcessor = pre.instantiate_async(&mut call.store).await?;
-                    inst.liteset_plugin_meta()
+                    with_post_processor!(pre, call.store, |inst| inst
+                        .liteset_plugin_meta()
                         .call_info(&mut call.store)
                         .await
-                        .map(Ok)
+                        .map(Ok))
                 })
                 .await
             }
             Pre::Viz(pre) => {
                 tokio::time::timeout(budget, async {
-                    let inst: Viz = pre.instantiate_async(&mut call.store).await?;
-                    inst.liteset_plugin_meta()
+                    with_viz!(pre, call.store, |inst, _m| inst
+                        .liteset_plugin_meta()
                         .call_info(&mut call.store)
                         .await
-                        .map(Ok)
+                        .map(Ok))
                 })
                 .await
             }
         };
         call.finish(outcome)
+    }
+
+    /// Calls a 0.2.0 viz plugin's `chart-app.chart-types` and converts the answer (validated
+    /// by the caller).
+    async fn chart_types(
+        &self,
+        pre: &v020::viz::VizPre<CallState>,
+        limits: Limits,
+    ) -> Result<Vec<ChartType>> {
+        let _slot = self.runtime.slot().await?;
+        let mut call = Call::new(&self.runtime.engine, "(installing)", "install", limits);
+        let budget = call.outer_timeout();
+        let outcome = tokio::time::timeout(budget, async {
+            let inst = pre.instantiate_async(&mut call.store).await?;
+            inst.liteset_plugin_chart_app()
+                .call_chart_types(&mut call.store)
+                .await
+                .map(Ok)
+        })
+        .await;
+        Ok(call
+            .finish(outcome)?
+            .into_iter()
+            .map(super::viz::chart_type_from_wit)
+            .collect())
     }
 
     /// The built-in post-processing plugin, compiled on first use.
@@ -499,10 +614,10 @@ impl Plugins {
         };
         let budget = call.outer_timeout();
         let outcome = tokio::time::timeout(budget, async {
-            let inst: PostProcessor = pre.instantiate_async(&mut call.store).await?;
-            inst.liteset_plugin_post_process()
+            with_post_processor!(pre, call.store, |inst| inst
+                .liteset_plugin_post_process()
                 .call_process(&mut call.store, &ctx, params, input)
-                .await
+                .await)
         })
         .await;
         let out = call.finish(outcome)?;

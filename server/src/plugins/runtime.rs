@@ -16,7 +16,7 @@ use wasmtime::component::{Component, Linker, types::ComponentItem};
 use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::call::CallState;
-use super::{Kind, PluginError, Result, WIT_VERSION};
+use super::{Kind, PluginError, Result, SUPPORTED_WIT_VERSIONS};
 use crate::config::PluginConfig;
 
 /// How often the epoch advances. A running guest yields to the tokio scheduler at every tick
@@ -30,6 +30,8 @@ pub const TICK: Duration = Duration::from_millis(10);
 const ALLOWED_IMPORTS: &[&str] = &[
     "liteset:plugin/host@0.1.0",
     "liteset:plugin/types@0.1.0",
+    "liteset:plugin/host@0.2.0",
+    "liteset:plugin/types@0.2.0",
     "wasi:cli/",
     "wasi:io/",
     "wasi:clocks/",
@@ -67,8 +69,10 @@ impl Drop for Runtime {
 pub struct Inspection {
     /// The world its exports implement.
     pub kind: Kind,
-    /// The `liteset:plugin` version of its exports.
+    /// The `liteset:plugin` version of its exports (one of [`SUPPORTED_WIT_VERSIONS`]).
     pub wit_version: String,
+    /// Whether it exports `chart-app` (a 0.2.0 viz must).
+    pub chart_app: bool,
 }
 
 impl Runtime {
@@ -127,6 +131,13 @@ impl Runtime {
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| PluginError::Internal(e.to_string()))?;
         super::bindings::post_processor::liteset::plugin::host::add_to_linker::<
+            CallState,
+            wasmtime::component::HasSelf<CallState>,
+        >(&mut linker, |s| s)
+        .map_err(|e| PluginError::Internal(e.to_string()))?;
+        // The same `host.log` under its 0.2.0 name: the linker matches instance names with
+        // their version, and 0.1 and 0.2 are not semver-compatible.
+        super::bindings::v020::post_processor::liteset::plugin::host::add_to_linker::<
             CallState,
             wasmtime::component::HasSelf<CallState>,
         >(&mut linker, |s| s)
@@ -229,7 +240,8 @@ impl Runtime {
             }
         }
         let mut kind = None;
-        let mut version = None;
+        let mut version: Option<String> = None;
+        let mut chart_app = false;
         for (name, item) in ty.exports(&self.engine) {
             let Some(rest) = name.strip_prefix("liteset:plugin/") else {
                 continue;
@@ -238,10 +250,20 @@ impl Runtime {
             if !matches!(item.ty, ComponentItem::ComponentInstance(_)) {
                 continue;
             }
-            version.get_or_insert_with(|| v.to_owned());
+            match &version {
+                None => version = Some(v.to_owned()),
+                Some(first) if first != v => {
+                    return Err(PluginError::Rejected(format!(
+                        "The component exports liteset:plugin interfaces of two versions \
+                         ({first} and {v})"
+                    )));
+                }
+                Some(_) => {}
+            }
             match iface {
                 "post-process" => kind = Some(Kind::PostProcessor),
                 "visualization" => kind = Some(Kind::Viz),
+                "chart-app" => chart_app = true,
                 _ => {}
             }
         }
@@ -252,10 +274,11 @@ impl Runtime {
                     .into(),
             ));
         };
-        if version != WIT_VERSION {
+        if !SUPPORTED_WIT_VERSIONS.contains(&version.as_str()) {
             return Err(PluginError::Rejected(format!(
                 "The component targets liteset:plugin@{version}; this server supports \
-                 liteset:plugin@{WIT_VERSION}"
+                 liteset:plugin@{}",
+                SUPPORTED_WIT_VERSIONS.join(" and @")
             )));
         }
         let kind = kind.ok_or_else(|| {
@@ -268,6 +291,7 @@ impl Runtime {
         Ok(Inspection {
             kind,
             wit_version: version,
+            chart_app,
         })
     }
 }

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::bindings::types::{Invocation, Size, Table};
-use super::bindings::viz::Viz;
-use super::bindings::viz::exports::liteset::plugin::visualization::QueryResult;
+use super::bindings::v020::viz::exports::liteset::plugin::chart_app as wit;
 use super::call::Call;
-use super::registry::{Loaded, Pre};
+use super::chart_type::{ChartType, Control, Section, SelectOption, SharedControl};
+use super::registry::{Loaded, Pre, VizPre, with_viz};
 use super::{Kind, PluginError, Plugins, Result, table};
 
 /// Largest SVG document a render may return (before sanitising).
@@ -41,7 +41,7 @@ fn invocation(request_id: &str, operation: &str) -> Invocation {
     }
 }
 
-fn viz_pre(plugin: &Loaded) -> Result<&super::bindings::viz::VizPre<super::call::CallState>> {
+fn viz_pre(plugin: &Loaded) -> Result<&VizPre> {
     match &plugin.pre {
         Pre::Viz(pre) => Ok(pre),
         Pre::PostProcessor(_) => Err(PluginError::Rejected(format!(
@@ -98,10 +98,10 @@ impl Plugins {
         let ctx = invocation(request_id, "build-query");
         let budget = call.outer_timeout();
         let outcome = tokio::time::timeout(budget, async {
-            let inst: Viz = pre.instantiate_async(&mut call.store).await?;
-            inst.liteset_plugin_visualization()
+            with_viz!(pre, call.store, |inst, _m| inst
+                .liteset_plugin_visualization()
                 .call_build_query(&mut call.store, &ctx, form_data)
-                .await
+                .await)
         })
         .await;
         let text = call.finish(outcome)?;
@@ -132,10 +132,6 @@ impl Plugins {
         request_id: &str,
     ) -> Result<VizOutput> {
         let pre = viz_pre(plugin)?;
-        let results: Vec<QueryResult> = results
-            .into_iter()
-            .map(|(query_index, data)| QueryResult { query_index, data })
-            .collect();
         let _slot = self.runtime.slot().await?;
         let mut call = Call::new(
             &self.runtime.engine,
@@ -147,19 +143,28 @@ impl Plugins {
         let size = Size { width, height };
         let budget = call.outer_timeout();
         let outcome = tokio::time::timeout(budget, async {
-            let inst: Viz = pre.instantiate_async(&mut call.store).await?;
-            inst.liteset_plugin_visualization()
-                .call_render(&mut call.store, &ctx, form_data, &results, size)
-                .await
+            with_viz!(pre, call.store, |inst, m| {
+                // `query-result` and `chart-output` belong to each version's `visualization`.
+                use m::exports::liteset::plugin::visualization::QueryResult;
+                let results: Vec<QueryResult> = results
+                    .into_iter()
+                    .map(|(query_index, data)| QueryResult { query_index, data })
+                    .collect();
+                inst.liteset_plugin_visualization()
+                    .call_render(&mut call.store, &ctx, form_data, &results, size)
+                    .await
+                    .map(|r| r.map(|o| (o.payload, o.svg)))
+            })
         })
         .await;
-        let out = call.finish(outcome)?;
+        let (payload, svg) = call.finish(outcome)?;
+        let out = VizOutput { payload: None, svg };
         tracing::debug!(plugin = %plugin.summary.name, peak_memory = call.peak_memory(), "viz render");
         let bad = |detail: String| PluginError::BadOutput {
             plugin: plugin.summary.name.clone(),
             detail,
         };
-        if out.payload.is_none() && out.svg.is_none() {
+        if payload.is_none() && out.svg.is_none() {
             return Err(bad(
                 "the render returned neither a payload nor an SVG".into()
             ));
@@ -167,7 +172,7 @@ impl Plugins {
         if out.svg.as_ref().is_some_and(|s| s.len() > MAX_SVG_BYTES) {
             return Err(bad(format!("the SVG is larger than {MAX_SVG_BYTES} bytes")));
         }
-        let payload = match out.payload {
+        let payload = match payload {
             None => None,
             Some(p) if p.len() > MAX_PAYLOAD_BYTES => {
                 return Err(bad(format!(
@@ -189,4 +194,85 @@ impl Plugins {
 /// The WIT table of a chart-data frame, for a render's input.
 pub fn frame_table(frame: &crate::query::frame::Frame) -> Table {
     table::from_frame(frame)
+}
+
+/// The domain form of a 0.2.0 `chart-app` chart type (checked by `chart_type::validate`).
+pub(super) fn chart_type_from_wit(c: wit::ChartType) -> ChartType {
+    ChartType {
+        viz_type: c.viz_type,
+        name: c.name,
+        description: c.description,
+        category: c.category,
+        tags: c.tags,
+        thumbnail: c.thumbnail,
+        sections: c
+            .sections
+            .into_iter()
+            .map(|s| Section {
+                label: s.label,
+                expanded: s.expanded,
+                rows: s
+                    .rows
+                    .into_iter()
+                    .map(|r| r.into_iter().map(control_from_wit).collect())
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn control_from_wit(c: wit::Control) -> Control {
+    match c {
+        wit::Control::Shared(s) => Control::Shared(match s {
+            wit::SharedControl::Metric => SharedControl::Metric,
+            wit::SharedControl::Metrics => SharedControl::Metrics,
+            wit::SharedControl::Groupby => SharedControl::Groupby,
+            wit::SharedControl::Columns => SharedControl::Columns,
+            wit::SharedControl::XAxis => SharedControl::XAxis,
+            wit::SharedControl::TimeGrainSqla => SharedControl::TimeGrainSqla,
+            wit::SharedControl::AdhocFilters => SharedControl::AdhocFilters,
+            wit::SharedControl::RowLimit => SharedControl::RowLimit,
+            wit::SharedControl::SeriesLimit => SharedControl::SeriesLimit,
+            wit::SharedControl::OrderDesc => SharedControl::OrderDesc,
+            wit::SharedControl::ColorScheme => SharedControl::ColorScheme,
+            wit::SharedControl::YAxisFormat => SharedControl::YAxisFormat,
+            wit::SharedControl::XAxisTimeFormat => SharedControl::XAxisTimeFormat,
+            wit::SharedControl::CurrencyFormat => SharedControl::CurrencyFormat,
+        }),
+        wit::Control::Text(t) => Control::Text {
+            name: t.name,
+            label: t.label,
+            description: t.description,
+            default: t.default,
+        },
+        wit::Control::Number(n) => Control::Number {
+            name: n.name,
+            label: n.label,
+            description: n.description,
+            default: n.default,
+            min: n.min,
+            max: n.max,
+            integer: n.integer,
+        },
+        wit::Control::Checkbox(c) => Control::Checkbox {
+            name: c.name,
+            label: c.label,
+            description: c.description,
+            default: c.default,
+        },
+        wit::Control::Select(s) => Control::Select {
+            name: s.name,
+            label: s.label,
+            description: s.description,
+            default: s.default,
+            options: s
+                .options
+                .into_iter()
+                .map(|o| SelectOption {
+                    value: o.value,
+                    label: o.label,
+                })
+                .collect(),
+        },
+    }
 }
