@@ -76,6 +76,7 @@ export async function vizFlows(t) {
   }
 
   const hasRegions = (texts) => REGIONS.every((r) => texts.includes(r));
+  const renamed = (texts) => hasRegions(texts) && texts.includes('Grand total');
 
   await step(page, 'viz: install the waterfall plugin, pick it from the gallery, set its controls', async () => {
     const plugin = await install(env('LITESET_VIZ_WATERFALL'));
@@ -104,8 +105,12 @@ export async function vizFlows(t) {
     await option('region').dragTo(page.getByText('Drop a column here or click').first());
     await option('Revenue').dragTo(page.getByText('Drop a column/metric here or click').first());
     await page.getByRole('button', { name: /^(Create|Update) chart$/ }).first().click();
-    const texts = await drawn('.chart-container', hasRegions, 'the waterfall in Explore');
-    return `${plugin.name} ${plugin.version} picked as "${chartName}"; drew ${texts.length} labels (${REGIONS.join(', ')})`;
+    const texts = await drawn('.chart-container', (x) => hasRegions(x) && x.includes('Total'), 'the waterfall in Explore');
+    // One of the plugin's own controls: the drawing follows without running the query again.
+    const label = page.locator('.Control').filter({ hasText: 'Total label' }).locator('input').first();
+    await label.fill('Grand total');
+    await drawn('.chart-container', (x) => hasRegions(x) && x.includes('Grand total'), 'the renamed total');
+    return `${plugin.name} ${plugin.version} picked as "${chartName}"; drew ${texts.length} labels (${REGIONS.join(', ')}, Total), then "Grand total" from its own control`;
   });
 
   const holder = (name) =>
@@ -137,7 +142,7 @@ export async function vizFlows(t) {
     await page.locator('.ant-select-item-option').filter({ hasText: DASHBOARD }).first().click();
     await modal.getByRole('button', { name: 'Save & go to dashboard' }).click();
     await page.waitForURL(/\/superset\/dashboard\//);
-    await onDashboard(CHART, hasRegions, 'the waterfall on the dashboard');
+    await onDashboard(CHART, renamed, 'the waterfall on the dashboard');
     const q = `(filters:!((col:dashboard_title,opr:eq,value:'${DASHBOARD}')))`;
     const dash = (await api(page, `/api/v1/dashboard/?q=${encodeURIComponent(q)}`)).result[0];
     if (!dash) throw new Error(`no dashboard "${DASHBOARD}"`);
@@ -149,7 +154,7 @@ export async function vizFlows(t) {
     }
     ids.chart = saved.id;
     await page.reload();
-    const texts = await onDashboard(CHART, hasRegions, 'the waterfall after a reload');
+    const texts = await onDashboard(CHART, renamed, 'the waterfall after a reload');
     return `"${CHART}" (id ${saved.id}) on "${DASHBOARD}" (id ${dash.id}), drawn again after a reload (${texts.length} labels)`;
   });
 

@@ -669,6 +669,19 @@ async fn the_apps_drawing_is_the_servers_picture() {
         Some(5),
         "four regions and null"
     );
+    // A dashboard's native filter (extra_form_data) reaches the queries the plugin built.
+    let mut filtered = qc.clone();
+    filtered["form_data"]["extra_form_data"] =
+        json!({"filters": [{"col": "region", "op": "IN", "val": ["North"]}]});
+    let (s, only) = api.post("/api/v1/chart/data", filtered).await;
+    assert_eq!(s, StatusCode::OK, "{only}");
+    let regions: Vec<&Value> = only["result"][0]["data"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| &r["region"])
+        .collect();
+    assert_eq!(regions, [&json!("North")], "{only}");
     let (s, saved) = api.get(&format!("/api/v1/chart/{id}/data/")).await;
     assert_eq!(
         (s, &saved["result"][0]["data"]),

@@ -210,7 +210,15 @@ async fn plugin_queries(state: &AppState, body: &mut Json_, request_id: &str) ->
         .build_query(&plugin, &form.to_string(), request_id)
         .await?;
     match built.get("queries") {
-        Some(q @ Json_::Array(_)) => body["queries"] = q.clone(),
+        Some(Json_::Array(queries)) => {
+            let mut queries = queries.clone();
+            if let Some(extra) = form.get("extra_form_data").filter(|e| e.is_object()) {
+                for q in &mut queries {
+                    apply_extra_form_data(q, extra);
+                }
+            }
+            body["queries"] = Json_::Array(queries);
+        }
         _ => {
             return Err(PluginError::BadOutput {
                 plugin: plugin.summary.name.clone(),
@@ -220,6 +228,43 @@ async fn plugin_queries(state: &AppState, body: &mut Json_, request_id: &str) ->
         }
     }
     Ok(())
+}
+
+/// Superset's `overrideExtraFormData`, which the app's own build-queries apply to every query
+/// object: a dashboard's native filters and cross-filters (`extra_form_data`) add their
+/// filters and override the time range, time column and grain. A plugin's `build-query` runs
+/// here instead, so the same is done to the queries it built.
+fn apply_extra_form_data(query: &mut Json_, extra: &Json_) {
+    let Some(q) = query.as_object_mut() else {
+        return;
+    };
+    if let Some(Json_::Array(added)) = extra.get("filters") {
+        match q.get_mut("filters") {
+            Some(Json_::Array(filters)) => filters.extend(added.iter().cloned()),
+            _ => {
+                q.insert("filters".into(), Json_::Array(added.clone()));
+            }
+        }
+    }
+    for (key, target) in [
+        ("granularity", "granularity"),
+        ("granularity_sqla", "granularity"),
+        ("time_column", "time_column"),
+        ("time_grain", "time_grain"),
+        ("time_range", "time_range"),
+    ] {
+        if let Some(v) = extra.get(key) {
+            q.insert(target.into(), v.clone());
+        }
+    }
+    for key in ["relative_start", "relative_end", "time_grain_sqla"] {
+        if let Some(v) = extra.get(key) {
+            let extras = q.entry("extras").or_insert_with(|| json!({}));
+            if let Some(e) = extras.as_object_mut() {
+                e.insert(key.into(), v.clone());
+            }
+        }
+    }
 }
 
 /// Runs every query of `ctx` for `user` and shapes the response in the requested format.
