@@ -107,6 +107,8 @@ export async function vizFlows(t) {
     await page.getByRole('button', { name: /^(Create|Update) chart$/ }).first().click();
     const texts = await drawn('.chart-container', (x) => hasRegions(x) && x.includes('Total'), 'the waterfall in Explore');
     // One of the plugin's own controls: the drawing follows without running the query again.
+    // (Superset puts sections of render-only controls in the Customize tab.)
+    await page.getByRole('tab', { name: 'Customize' }).first().click();
     const label = page.locator('.Control').filter({ hasText: 'Total label' }).locator('input').first();
     await label.fill('Grand total');
     await drawn('.chart-container', (x) => hasRegions(x) && x.includes('Grand total'), 'the renamed total');
