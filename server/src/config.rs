@@ -712,8 +712,16 @@ impl Config {
                 problems.push(
                     "metadata_url: must start with postgresql:// (unset it to use SQLite)".into(),
                 );
-            } else if u.parse::<tokio_postgres::Config>().is_err() {
-                problems.push("metadata_url: not a valid PostgreSQL connection URL".into());
+            } else {
+                // The TLS options are libpq's (`verify-full`, `sslrootcert`), which tokio-postgres
+                // does not parse; their files are read when the store opens.
+                match crate::pgtls::split_url(u) {
+                    Err(e) => problems.push(format!("metadata_url: {e}")),
+                    Ok((rest, _)) if rest.parse::<tokio_postgres::Config>().is_err() => {
+                        problems.push("metadata_url: not a valid PostgreSQL connection URL".into());
+                    }
+                    Ok(_) => {}
+                }
             }
             if self.secret_key.is_none() {
                 problems.push(

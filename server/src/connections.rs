@@ -45,10 +45,12 @@ pub async fn connection_spec(state: &AppState, id: i64) -> Result<ConnectionSpec
         .query
         .engine_options(&rec.text("database_name"));
     options.allow_dml = rec.flag("allow_dml");
+    let server_cert = rec.text("server_cert");
     Ok(ConnectionSpec {
         database_id: id,
         options: Some(options),
         uri,
+        server_cert: (!server_cert.trim().is_empty()).then_some(server_cert),
         revision: rec
             .get::<chrono::NaiveDateTime>("changed_on")
             .map(|t| t.to_string())

@@ -39,6 +39,9 @@ pub struct ConnectionSpec {
     pub revision: String,
     /// This database's pool and timeout settings; `None` uses the registry's defaults.
     pub options: Option<EngineOptions>,
+    /// The database's `server_cert` (PEM): the root its server's certificate must chain to
+    /// (PostgreSQL; `pgtls.rs`). Public material, but still never logged.
+    pub server_cert: Option<String>,
 }
 
 /// Pool and timeout settings of one database's pool.
@@ -689,6 +692,7 @@ struct Entry {
     revision: String,
     uri: ConnectionUri,
     options: Option<EngineOptions>,
+    server_cert: Option<String>,
     pool: EnginePool,
 }
 
@@ -764,13 +768,18 @@ impl Engines {
             && entry.revision == spec.revision
             && entry.uri == spec.uri
             && entry.options == spec.options
+            && entry.server_cert == spec.server_cert
         {
             return Ok(entry.pool.clone());
         }
         self.admit(&spec.uri)?;
         let options = spec.options.as_ref().unwrap_or(&self.inner.options);
         let pool = match spec.uri.engine {
-            Engine::Postgres => EnginePool::Postgres(postgres::build_pool(&spec.uri, options)?),
+            Engine::Postgres => EnginePool::Postgres(postgres::build_pool(
+                &spec.uri,
+                spec.server_cert.as_deref(),
+                options,
+            )?),
             Engine::Sqlite => EnginePool::Sqlite(sqlite::build_pool(&spec.uri, options)?),
         };
         tracing::debug!(
@@ -784,6 +793,7 @@ impl Engines {
                 revision: spec.revision.clone(),
                 uri: spec.uri.clone(),
                 options: spec.options.clone(),
+                server_cert: spec.server_cert.clone(),
                 pool: pool.clone(),
             },
         );
@@ -796,7 +806,9 @@ impl Engines {
         self.admit(&spec.uri)?;
         let options = &self.inner.options;
         match spec.uri.engine {
-            Engine::Postgres => postgres::test_connection(&spec.uri, options).await,
+            Engine::Postgres => {
+                postgres::test_connection(&spec.uri, spec.server_cert.as_deref(), options).await
+            }
             Engine::Sqlite => sqlite::test_connection(&spec.uri, options).await,
         }
     }
@@ -1215,6 +1227,7 @@ mod tests {
             uri: ConnectionUri::parse("postgresql://u:s3cr3t@h/db").expect("uri"),
             revision: "r".into(),
             options: None,
+            server_cert: None,
         };
         let shown = format!("{spec:?}");
         assert!(!shown.contains("s3cr3t"), "{shown}");

@@ -15,6 +15,7 @@ pub mod examples;
 pub mod frontend;
 pub mod net;
 pub mod pgpool;
+pub mod pgtls;
 pub mod plugins;
 pub mod query;
 pub mod render;

@@ -20,7 +20,9 @@ use std::sync::{Mutex, PoisonError};
 
 use bb8::ManageConnection;
 use bb8_postgres::PostgresConnectionManager;
-use tokio_postgres::{Client, NoTls, Statement};
+use tokio_postgres::{Client, Statement};
+
+use crate::pgtls::PgTls;
 
 /// Prepared statements kept per connection; past this the cache starts over (list queries
 /// with user-chosen filters make new texts, so it must not grow without bound).
@@ -83,12 +85,13 @@ impl PgClient {
 
 /// [`PostgresConnectionManager`] without the per-checkout round trip.
 #[derive(Debug)]
-pub struct PgManager(PostgresConnectionManager<NoTls>);
+pub struct PgManager(PostgresConnectionManager<PgTls>);
 
 impl PgManager {
-    /// A manager opening connections with `config`, without TLS.
-    pub fn new(config: tokio_postgres::Config) -> Self {
-        Self(PostgresConnectionManager::new(config, NoTls))
+    /// A manager opening connections with `config` and `tls` (which
+    /// [`PgTls::configure`]d `config`'s TLS mode).
+    pub fn new(config: tokio_postgres::Config, tls: PgTls) -> Self {
+        Self(PostgresConnectionManager::new(config, tls))
     }
 }
 

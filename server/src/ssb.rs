@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures_util::SinkExt;
 use indicatif::{ProgressBar, ProgressStyle};
-use tokio_postgres::{Client, NoTls, Transaction};
+use tokio_postgres::{Client, Transaction};
 
 use crate::assets::{self, AssetsError, ImportOptions, Kind};
 use crate::config::Config;
@@ -100,6 +100,8 @@ pub struct Plan {
     database_name: String,
     force: bool,
     pg: tokio_postgres::Config,
+    /// The URL's TLS (`sslmode`, `sslrootcert`), as the engines would connect.
+    tls: crate::pgtls::PgTls,
 }
 
 impl Plan {
@@ -129,7 +131,7 @@ impl Plan {
             statement_timeout: Duration::ZERO,
             ..EngineOptions::default()
         };
-        let pg = crate::engines::postgres::config(&uri, &options)
+        let (pg, tls) = crate::engines::postgres::config(&uri, None, &options)
             .map_err(|e| SsbError::Usage(format!("--database-url: {e}")))?;
         Ok(Plan {
             uri,
@@ -139,6 +141,7 @@ impl Plan {
             database_name: name.to_owned(),
             force: args.force,
             pg,
+            tls,
         })
     }
 }
@@ -174,14 +177,14 @@ pub async fn run(state: &AppState, plan: &Plan) -> Result<Summary, SsbError> {
         url = %url,
         scale_factor = plan.scale_factor,
     );
-    let (client, connection) = plan
-        .pg
-        .connect(NoTls)
-        .await
-        .map_err(|e| SsbError::Connect {
-            url: url.clone(),
-            message: pg_message(&e),
-        })?;
+    let (client, connection) =
+        plan.pg
+            .connect(plan.tls.clone())
+            .await
+            .map_err(|e| SsbError::Connect {
+                url: url.clone(),
+                message: pg_message(&e),
+            })?;
     let connection = tokio::spawn(async move {
         if let Err(e) = connection.await {
             tracing::warn!(message = "SSB database connection failed.", error = %pg_message(&e));
@@ -394,6 +397,9 @@ async fn copy(
 /// A PostgreSQL error as one line: the server's message (and detail), or the client error
 /// with its causes. None of these carry the password.
 fn pg_message(e: &tokio_postgres::Error) -> String {
+    if let Some(tls) = crate::pgtls::describe(e) {
+        return tls;
+    }
     if let Some(db) = e.as_db_error() {
         let mut m = format!("{}: {}", db.severity(), db.message());
         if let Some(detail) = db.detail() {

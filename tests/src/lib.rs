@@ -13,6 +13,8 @@
 //! - [`pg`] is the PostgreSQL cluster shared by the whole test process: the one named by
 //!   `LITESET_TEST_PG_URL` (as `bash tests/run` sets it), or else a private throwaway cluster
 //!   started on first use and stopped when the process exits.
+//! - [`tls_pg`] is a second private cluster that accepts TCP connections over TLS only, with a
+//!   test CA made on the spot ([`TlsPg`]).
 //!
 //! ```no_run
 //! use liteset_tests::{ADMIN_PASSWORD, Metadata, TestServer, both_backends, csrf, login};
@@ -135,7 +137,7 @@ impl TestPg {
             });
         }
         let started = Instant::now();
-        let cluster = Cluster::start().map_err(|e| format!("{e:#}"))?;
+        let cluster = Cluster::start(None).map_err(|e| format!("{e:#}"))?;
         let url = format!("postgresql://postgres@127.0.0.1:{}/postgres", cluster.port);
         eprintln!(
             "liteset-tests: started PostgreSQL at {url} in {} ms (set LITESET_TEST_PG_URL to use an existing one)",
@@ -153,7 +155,15 @@ impl TestPg {
 /// dropped after a failed start), stops PostgreSQL and removes the directory.
 struct Cluster {
     port: u16,
+    /// Its temp dir: the data dir, the Unix socket, the TLS files.
+    dir: PathBuf,
     _watchdog_stdin: ChildStdin,
+}
+
+/// What makes a [`Cluster`] TLS-only: the server's certificate and key (PEM).
+struct ServerTls {
+    cert_pem: String,
+    key_pem: String,
 }
 
 /// Run by `sh -c` with `$1` = cluster dir, `$2` = `root` or `user`, `$3` = pg_ctl.
@@ -173,7 +183,9 @@ rm -rf "$1"
 "#;
 
 impl Cluster {
-    fn start() -> anyhow::Result<Cluster> {
+    /// A throwaway cluster; with `tls`, it serves that certificate and takes TCP connections
+    /// over TLS only (`hostssl`), on 127.0.0.1 and 127.0.0.2.
+    fn start(tls: Option<&ServerTls>) -> anyhow::Result<Cluster> {
         let bin = find_pg_bin()?;
         let initdb = bin.join("initdb");
         let pg_ctl = bin.join("pg_ctl");
@@ -243,10 +255,16 @@ impl Cluster {
             .append(true)
             .open(data.join("postgresql.conf"))
             .context("opening postgresql.conf")?;
+        let listen = if tls.is_some() {
+            // 127.0.0.2 is in no certificate name: the host-name check has a wrong name to see.
+            "127.0.0.1,127.0.0.2"
+        } else {
+            "127.0.0.1"
+        };
         write!(
             conf,
             "\n# liteset tests: a throwaway cluster, so durability is traded for speed.\n\
-             listen_addresses = '127.0.0.1'\n\
+             listen_addresses = '{listen}'\n\
              unix_socket_directories = '{}'\n\
              fsync = off\n\
              synchronous_commit = off\n\
@@ -256,16 +274,40 @@ impl Cluster {
             dir.display()
         )
         .context("writing postgresql.conf")?;
-        drop(conf);
         // The superuser is trusted; every other role must give its password, so tests see
         // real authentication failures (wrong password) as users' databases report them.
-        fs::write(
-            data.join("pg_hba.conf"),
-            "local all all trust\n\
-             host all postgres 127.0.0.1/32 trust\n\
-             host all all 127.0.0.1/32 scram-sha-256\n",
-        )
-        .context("writing pg_hba.conf")?;
+        let hba = match tls {
+            None => {
+                "local all all trust\n\
+                 host all postgres 127.0.0.1/32 trust\n\
+                 host all all 127.0.0.1/32 scram-sha-256\n"
+            }
+            Some(tls) => {
+                // The key must belong to the server's user and be private to it, or
+                // PostgreSQL refuses to start.
+                let (cert, key) = (dir.join("server.crt"), dir.join("server.key"));
+                fs::write(&cert, &tls.cert_pem).context("writing server.crt")?;
+                fs::write(&key, &tls.key_pem).context("writing server.key")?;
+                use std::os::unix::fs::PermissionsExt;
+                fs::set_permissions(&key, fs::Permissions::from_mode(0o600))?;
+                if root {
+                    run(Command::new("chown").arg("postgres:").arg(&cert).arg(&key))?;
+                }
+                write!(
+                    conf,
+                    "ssl = on\nssl_cert_file = '{}'\nssl_key_file = '{}'\n",
+                    cert.display(),
+                    key.display()
+                )
+                .context("writing postgresql.conf")?;
+                // No `host` line: a connection in the clear finds no entry and is refused.
+                "local all all trust\n\
+                 hostssl all postgres 127.0.0.0/8 trust\n\
+                 hostssl all all 127.0.0.0/8 scram-sha-256\n"
+            }
+        };
+        drop(conf);
+        fs::write(data.join("pg_hba.conf"), hba).context("writing pg_hba.conf")?;
 
         // A port free now may be taken before postgres binds it, so try a few.
         let log = dir.join("postgres.log");
@@ -284,6 +326,7 @@ impl Cluster {
                 Ok(()) => {
                     return Ok(Cluster {
                         port,
+                        dir,
                         _watchdog_stdin: watchdog_stdin,
                     });
                 }
@@ -294,6 +337,172 @@ impl Cluster {
         Err(last_error
             .expect("at least one attempt")
             .context(format!("pg_ctl start failed; postgres.log:\n{log}")))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL over TLS
+// ---------------------------------------------------------------------------------------------
+
+/// A private cluster that accepts TCP connections over TLS only (`hostssl` lines, no `host`),
+/// with a test CA made for this process: the server's certificate is an end-entity
+/// certificate (`CA:FALSE`, CN and SAN `localhost` and `127.0.0.1`) signed by [`Self::ca_pem`];
+/// [`Self::other_ca_pem`] is an unrelated CA that signed nothing of it. The server also listens
+/// on 127.0.0.2, a name its certificate does not carry. Get it with [`tls_pg`].
+///
+/// Set-up goes through the Unix socket, where the superuser is trusted and TLS plays no part;
+/// over TCP `postgres` is trusted and every other role gives its password (scram).
+pub struct TlsPg {
+    ca_pem: String,
+    ca_file: PathBuf,
+    other_ca_pem: String,
+    other_ca_file: PathBuf,
+    cluster: Cluster,
+}
+
+static TLS_PG: OnceLock<Result<TlsPg, String>> = OnceLock::new();
+
+/// The TLS-only cluster of this test process, started on first use (a few seconds) and stopped
+/// when the process exits. Panics if it cannot be started.
+pub async fn tls_pg() -> &'static TlsPg {
+    let pg = match TLS_PG.get() {
+        Some(pg) => pg,
+        None => tokio::task::spawn_blocking(|| TLS_PG.get_or_init(TlsPg::init))
+            .await
+            .expect("starting the TLS test cluster panicked"),
+    };
+    match pg {
+        Ok(pg) => pg,
+        Err(e) => panic!("no TLS test PostgreSQL: {e}"),
+    }
+}
+
+impl TlsPg {
+    fn init() -> Result<TlsPg, String> {
+        let fail = |e: anyhow::Error| format!("{e:#}");
+        let certs = TestCerts::new().map_err(fail)?;
+        let cluster = Cluster::start(Some(&ServerTls {
+            cert_pem: certs.server_pem.clone(),
+            key_pem: certs.server_key_pem.clone(),
+        }))
+        .map_err(fail)?;
+        let ca_file = cluster.dir.join("ca.pem");
+        let other_ca_file = cluster.dir.join("other-ca.pem");
+        fs::write(&ca_file, &certs.ca_pem).map_err(|e| e.to_string())?;
+        fs::write(&other_ca_file, &certs.other_ca_pem).map_err(|e| e.to_string())?;
+        Ok(TlsPg {
+            ca_pem: certs.ca_pem,
+            ca_file,
+            other_ca_pem: certs.other_ca_pem,
+            other_ca_file,
+            cluster,
+        })
+    }
+
+    /// The TCP port (on 127.0.0.1 and 127.0.0.2).
+    pub fn port(&self) -> u16 {
+        self.cluster.port
+    }
+
+    /// The CA that signed the server's certificate, PEM.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca_pem
+    }
+
+    /// [`Self::ca_pem`] in a file, for `sslrootcert=`.
+    pub fn ca_file(&self) -> &Path {
+        &self.ca_file
+    }
+
+    /// A CA unrelated to the server's certificate, PEM.
+    pub fn other_ca_pem(&self) -> &str {
+        &self.other_ca_pem
+    }
+
+    /// [`Self::other_ca_pem`] in a file.
+    pub fn other_ca_file(&self) -> &Path {
+        &self.other_ca_file
+    }
+
+    /// A superuser session over the Unix socket (no TLS there).
+    pub async fn admin(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::Config::new()
+            .host_path(&self.cluster.dir)
+            .port(self.cluster.port)
+            .user("postgres")
+            .dbname("postgres")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("connecting to the TLS test cluster's socket: {e}"));
+        tokio::spawn(connection);
+        client
+    }
+
+    /// A new login role with `password` that owns a new database; returns (role, database),
+    /// both uniquely named.
+    pub async fn role_and_database(&self, password: &str) -> (String, String) {
+        let id = uuid::Uuid::new_v4().simple().to_string();
+        let (role, database) = (format!("r_{id}"), format!("t_{id}"));
+        let admin = self.admin().await;
+        // Two statements: CREATE DATABASE cannot share a (implicit) transaction.
+        for sql in [
+            format!(
+                "CREATE ROLE {role} LOGIN PASSWORD '{}'",
+                password.replace('\'', "''")
+            ),
+            format!("CREATE DATABASE {database} OWNER {role}"),
+        ] {
+            admin
+                .batch_execute(&sql)
+                .await
+                .unwrap_or_else(|e| panic!("creating {role} and {database}: {e:?}"));
+        }
+        (role, database)
+    }
+}
+
+/// The test PKI of [`TlsPg`], made with rcgen (ECDSA P-256).
+struct TestCerts {
+    ca_pem: String,
+    other_ca_pem: String,
+    server_pem: String,
+    server_key_pem: String,
+}
+
+impl TestCerts {
+    fn new() -> anyhow::Result<TestCerts> {
+        use rcgen::{
+            BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+            KeyPair, KeyUsagePurpose,
+        };
+        let ca = |name: &str| -> anyhow::Result<(CertificateParams, KeyPair, String)> {
+            let mut params = CertificateParams::new(Vec::<String>::new())?;
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+            let key = KeyPair::generate()?;
+            let pem = params.self_signed(&key)?.pem();
+            Ok((params, key, pem))
+        };
+        let (ca_params, ca_key, ca_pem) = ca("Liteset test CA")?;
+        let (_, _, other_ca_pem) = ca("Unrelated test CA")?;
+        // An end-entity certificate: rustls refuses a CA certificate used as one.
+        let mut server = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()])?;
+        server
+            .distinguished_name
+            .push(DnType::CommonName, "localhost");
+        server.is_ca = IsCa::ExplicitNoCa;
+        server.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let server_key = KeyPair::generate()?;
+        let issuer = Issuer::new(ca_params, ca_key);
+        let server_pem = server.signed_by(&server_key, &issuer)?.pem();
+        Ok(TestCerts {
+            ca_pem,
+            other_ca_pem,
+            server_pem,
+            server_key_pem: server_key.serialize_pem(),
+        })
     }
 }
 

@@ -19,6 +19,7 @@ fn spec(id: i64, uri: &str) -> ConnectionSpec {
         uri: ConnectionUri::parse(uri).expect("uri"),
         revision: "1".into(),
         options: None,
+        server_cert: None,
     }
 }
 
@@ -471,8 +472,24 @@ async fn postgres_connection_errors() {
         "{err:?}"
     );
 
+    // The test cluster has no TLS: `require` is refused with libpq's words, `prefer` goes on
+    // in the clear.
     let tls = fx.uri(PASSWORD) + "?sslmode=require";
-    assert!(engines.test_connection(&spec(8, &tls)).await.is_err());
+    let err = engines
+        .test_connection(&spec(8, &tls))
+        .await
+        .expect_err("no TLS");
+    assert_no_password(&err);
+    assert!(
+        err.message()
+            .ends_with("failed: server does not support SSL, but SSL was required"),
+        "{err:?}"
+    );
+    let prefer = fx.uri(PASSWORD) + "?sslmode=prefer";
+    engines
+        .test_connection(&spec(8, &prefer))
+        .await
+        .expect("prefer");
 }
 
 #[tokio::test]
@@ -703,4 +720,333 @@ async fn sqlite_missing_or_foreign_files() {
         .await
         .expect_err("not a db");
     assert_eq!(err.error_type(), "GENERIC_DB_ENGINE_ERROR");
+}
+
+// ---------------------------------------------------------------------------------------------
+// TLS (a cluster that takes TCP connections over TLS only; see `liteset_tests::TlsPg`)
+// ---------------------------------------------------------------------------------------------
+
+const TLS_PASSWORD: &str = "tls-s3cr3t-w0rd";
+
+/// A role with [`TLS_PASSWORD`] and its database on the TLS cluster; `uri(host, query)` names
+/// them at `host` with `query` appended.
+struct TlsFixture {
+    pg: &'static liteset_tests::TlsPg,
+    role: String,
+    database: String,
+}
+
+impl TlsFixture {
+    async fn new() -> TlsFixture {
+        let pg = liteset_tests::tls_pg().await;
+        let (role, database) = pg.role_and_database(TLS_PASSWORD).await;
+        TlsFixture { pg, role, database }
+    }
+
+    fn uri(&self, host: &str, query: &str) -> String {
+        format!(
+            "postgresql://{}:{TLS_PASSWORD}@{host}:{}/{}{query}",
+            self.role,
+            self.pg.port(),
+            self.database
+        )
+    }
+
+    fn root_file(&self, mode: &str, file: &std::path::Path) -> String {
+        format!("?sslmode={mode}&sslrootcert={}", file.display())
+    }
+}
+
+fn tls_spec(id: i64, uri: &str, server_cert: Option<&str>) -> ConnectionSpec {
+    ConnectionSpec {
+        server_cert: server_cert.map(str::to_owned),
+        ..spec(id, uri)
+    }
+}
+
+fn assert_tls_refused(err: &EngineError, wanted: &str) {
+    assert!(
+        matches!(err, EngineError::Other { .. }),
+        "a TLS failure is a generic engine error, as in Superset: {err:?}"
+    );
+    assert!(err.message().contains(wanted), "{wanted:?} not in {err:?}");
+    assert!(
+        !err.message().contains(TLS_PASSWORD),
+        "password leaked: {err:?}"
+    );
+    assert!(
+        !format!("{err:?}").contains(TLS_PASSWORD),
+        "password leaked: {err:?}"
+    );
+}
+
+const READ: liteset::engines::ExecOptions = liteset::engines::ExecOptions {
+    read_only: true,
+    max_rows: 100,
+};
+
+/// Whether this session's own connection is encrypted, as the server sees it.
+const SSL_IN_USE: &str = "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()";
+
+#[tokio::test]
+async fn postgres_tls_verifies_the_server_as_libpq_does() {
+    let fx = TlsFixture::new().await;
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
+    let (ca, other) = (fx.pg.ca_file(), fx.pg.other_ca_file());
+
+    // verify-full with the right root, as a file: the DNS name and the IP address in the SAN.
+    for host in ["localhost", "127.0.0.1"] {
+        let s = tls_spec(1, &fx.uri(host, &fx.root_file("verify-full", ca)), None);
+        engines
+            .test_connection(&s)
+            .await
+            .unwrap_or_else(|e| panic!("{host}: {e:?}"));
+    }
+    // The same root as the database's server_cert: verify-full by default (Superset's rule),
+    // through a pool, over TLS as the server sees it.
+    let pem = tls_spec(2, &fx.uri("localhost", ""), Some(fx.pg.ca_pem()));
+    engines.test_connection(&pem).await.expect("server_cert");
+    let rows = engines
+        .execute(&pem, SSL_IN_USE, READ)
+        .await
+        .expect("query");
+    assert_eq!(rows.rows, vec![vec![liteset::engines::Cell::Bool(true)]]);
+
+    // A root that did not sign the server's certificate: as a file, as server_cert, and
+    // through a pool (the pool's background connect reports the same cause).
+    let wrong = tls_spec(
+        3,
+        &fx.uri("localhost", &fx.root_file("verify-full", other)),
+        None,
+    );
+    let err = engines.test_connection(&wrong).await.expect_err("wrong CA");
+    assert_tls_refused(&err, "SSL error: certificate verify failed");
+    let wrong_pem = tls_spec(4, &fx.uri("localhost", ""), Some(fx.pg.other_ca_pem()));
+    let err = engines
+        .test_connection(&wrong_pem)
+        .await
+        .expect_err("wrong CA");
+    assert_tls_refused(&err, "certificate verify failed");
+    let err = engines
+        .schemas(&wrong_pem)
+        .await
+        .expect_err("wrong CA, pooled");
+    assert_tls_refused(&err, "certificate verify failed");
+    // `require` with a root checks the chain (libpq's rule), so the wrong root still fails.
+    let wrong_require = tls_spec(
+        5,
+        &fx.uri("127.0.0.1", &fx.root_file("require", other)),
+        None,
+    );
+    let err = engines
+        .test_connection(&wrong_require)
+        .await
+        .expect_err("require + wrong CA");
+    assert_tls_refused(&err, "certificate verify failed");
+    // No root at all: verify-full trusts the public roots only, which signed nothing here.
+    let public = tls_spec(6, &fx.uri("localhost", "?sslmode=verify-full"), None);
+    let err = engines
+        .test_connection(&public)
+        .await
+        .expect_err("public roots");
+    assert_tls_refused(&err, "certificate verify failed");
+
+    // 127.0.0.2 reaches the same server under a name its certificate does not carry:
+    // verify-full refuses it, verify-ca (chain only) accepts it.
+    let host = tls_spec(
+        7,
+        &fx.uri("127.0.0.2", &fx.root_file("verify-full", ca)),
+        None,
+    );
+    let err = engines
+        .test_connection(&host)
+        .await
+        .expect_err("wrong host name");
+    assert_tls_refused(&err, "does not match host name \"127.0.0.2\"");
+    let chain = tls_spec(
+        8,
+        &fx.uri("127.0.0.2", &fx.root_file("verify-ca", ca)),
+        None,
+    );
+    engines
+        .test_connection(&chain)
+        .await
+        .expect("verify-ca ignores the name");
+    let err = engines
+        .test_connection(&tls_spec(9, &fx.uri("127.0.0.2", ""), Some(fx.pg.ca_pem())))
+        .await
+        .expect_err("server_cert means verify-full");
+    assert_tls_refused(&err, "does not match host name");
+
+    // Encryption without verification: require and prefer take any certificate.
+    for query in ["?sslmode=require", "?sslmode=prefer", ""] {
+        let s = tls_spec(10, &fx.uri("127.0.0.2", query), None);
+        let rows = engines.execute(&s, SSL_IN_USE, READ).await;
+        assert_eq!(
+            rows.expect(query).rows,
+            vec![vec![liteset::engines::Cell::Bool(true)]]
+        );
+        engines.forget(10);
+    }
+    // sslmode=disable: the server has no entry for a connection in the clear.
+    let plain = tls_spec(11, &fx.uri("127.0.0.1", "?sslmode=disable"), None);
+    let err = engines.test_connection(&plain).await.expect_err("disable");
+    assert!(err.message().contains("no pg_hba.conf entry"), "{err:?}");
+    assert!(err.message().contains("no encryption"), "{err:?}");
+
+    // Options that cannot be honoured are refused, not ignored.
+    for query in [
+        "?sslcert=/tmp/client.pem",
+        "?sslmode=verify",
+        "?sslrootcert=/dev/zero",
+    ] {
+        let s = tls_spec(12, &fx.uri("localhost", query), None);
+        let err = engines.test_connection(&s).await.expect_err(query);
+        assert!(!err.message().contains(TLS_PASSWORD), "{err:?}");
+    }
+}
+
+#[tokio::test]
+async fn postgres_tls_cancels_over_tls() {
+    let fx = TlsFixture::new().await;
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
+    let s = tls_spec(
+        1,
+        &fx.uri("localhost", &fx.root_file("verify-full", fx.pg.ca_file())),
+        None,
+    );
+    // Dropped before it ends: the statement is cancelled inside PostgreSQL, which only a
+    // cancel request on a connection of its own (TLS too, here) can do.
+    let slow = engines.execute(&s, "SELECT pg_sleep(5)", READ);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), slow)
+            .await
+            .is_err()
+    );
+    let admin = fx.pg.admin().await;
+    let started = Instant::now();
+    loop {
+        let n: i64 = admin
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE usename = $1 AND state = 'active'",
+                &[&fx.role],
+            )
+            .await
+            .expect("activity")
+            .get(0);
+        if n == 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_millis(1200),
+            "the query was not cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The pooled connection is usable again.
+    engines
+        .execute(&s, "SELECT 1", READ)
+        .await
+        .expect("after cancel");
+}
+
+/// The database API over TLS, end to end through `liteset serve`: the connection dialog's test,
+/// a saved database whose `server_cert` is its root, SQL Lab on it, and the refusals.
+#[tokio::test]
+async fn database_api_over_tls() {
+    use liteset_tests::{ADMIN_PASSWORD, Api, TestServer};
+    use serde_json::json;
+    let fx = TlsFixture::new().await;
+    let server = TestServer::builder().start().await.expect("server");
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let uri = fx.uri("localhost", "?sslmode=verify-full");
+    let test =
+        |cert: &str| json!({"sqlalchemy_uri": uri, "database_name": "tls", "server_cert": cert});
+
+    let (s, r) = api
+        .post("/api/v1/database/test_connection/", test(fx.pg.ca_pem()))
+        .await;
+    assert_eq!((s.as_u16(), &r), (200, &json!({"message": "OK"})));
+    // The wrong root: Superset's 400 with its SIP-40 envelope, the password nowhere.
+    let (s, r) = api
+        .post(
+            "/api/v1/database/test_connection/",
+            test(fx.pg.other_ca_pem()),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 400, "{r}");
+    assert_eq!(
+        r["errors"][0]["error_type"], "GENERIC_DB_ENGINE_ERROR",
+        "{r}"
+    );
+    let message = r["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("SSL error: certificate verify failed"),
+        "{r}"
+    );
+    assert!(!r.to_string().contains(TLS_PASSWORD), "password in {r}");
+    // Not a certificate at all: Superset's field error, before anything connects.
+    let (s, r) = api
+        .post(
+            "/api/v1/database/test_connection/",
+            test("not a certificate"),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), &r),
+        (
+            400,
+            &json!({"message": {"server_cert": ["Invalid certificate"]}})
+        )
+    );
+
+    // Saved with the wrong root: refused (the create tests the connection first).
+    let create = |cert: &str| {
+        json!({"database_name": "tls", "sqlalchemy_uri": uri, "server_cert": cert,
+               "expose_in_sqllab": true})
+    };
+    let (s, r) = api
+        .post("/api/v1/database/", create(fx.pg.other_ca_pem()))
+        .await;
+    assert_eq!(s.as_u16(), 422, "{r}");
+    assert!(!r.to_string().contains(TLS_PASSWORD), "password in {r}");
+    let (s, r) = api
+        .post(
+            "/api/v1/database/",
+            create("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"),
+        )
+        .await;
+    assert_eq!(
+        (s.as_u16(), &r),
+        (
+            400,
+            &json!({"message": {"server_cert": ["Invalid certificate"]}})
+        )
+    );
+    let (s, r) = api.post("/api/v1/database/", create(fx.pg.ca_pem())).await;
+    assert_eq!(s.as_u16(), 201, "{r}");
+    let id = r["id"].as_i64().expect("id");
+
+    // SQL Lab runs on it, over TLS.
+    let sql = json!({"database_id": id, "sql": format!("{SSL_IN_USE}"), "runAsync": false});
+    let (s, r) = api.post("/api/v1/sqllab/execute/", sql.clone()).await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    assert_eq!(r["data"], json!([{"ssl": true}]), "{r}");
+
+    // The stored certificate changes: the pool is rebuilt with it and refuses the server.
+    let (s, r) = api
+        .put(
+            &format!("/api/v1/database/{id}"),
+            json!({"server_cert": fx.pg.other_ca_pem()}),
+        )
+        .await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    let (s, r) = api.post("/api/v1/sqllab/execute/", sql).await;
+    assert_ne!(s.as_u16(), 200, "{r}");
+    assert!(r.to_string().contains("certificate verify failed"), "{r}");
+    assert!(!r.to_string().contains(TLS_PASSWORD), "password in {r}");
+    assert!(
+        !server.logs().contains(TLS_PASSWORD),
+        "password in the logs"
+    );
 }

@@ -230,3 +230,100 @@ both_backends! {
         Ok(())
     }
 }
+
+const META_PASSWORD: &str = "meta-s3cr3t-w0rd";
+
+/// The PostgreSQL metadata store over TLS (`liteset_tests::TlsPg`: TCP connections over TLS
+/// only), with the options analytical databases take: `sslmode` and `sslrootcert`.
+#[tokio::test]
+async fn metadata_store_over_tls() -> anyhow::Result<()> {
+    use liteset_tests::{ADMIN_PASSWORD, Api, TestServer, tls_pg};
+    let pg = tls_pg().await;
+    let (role, db) = pg.role_and_database(META_PASSWORD).await;
+    let url = |host: &str, mode: &str, ca: &std::path::Path| {
+        format!(
+            "postgresql://{role}:{META_PASSWORD}@{host}:{}/{db}?sslmode={mode}&sslrootcert={}",
+            pg.port(),
+            ca.display()
+        )
+    };
+
+    // The store itself: migrated and used over a verified TLS connection.
+    let store = Store::open(
+        Location::Postgres(&url("localhost", "verify-full", pg.ca_file())),
+        2,
+    )
+    .await?;
+    store.migrate().await?;
+    let row = store
+        .db()
+        .query_one(
+            "SELECT count(*) AS n FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl",
+            vec![],
+        )
+        .await?;
+    assert_eq!(
+        row.get::<i64>("n")?,
+        1,
+        "the metadata connection is not encrypted"
+    );
+
+    // Refusals say why at once, without the password: a wrong root, a wrong host name.
+    for (bad, why) in [
+        (
+            url("localhost", "verify-full", pg.other_ca_file()),
+            "certificate verify failed",
+        ),
+        (
+            url("127.0.0.2", "verify-full", pg.ca_file()),
+            "does not match host name",
+        ),
+        (
+            url("localhost", "disable", pg.ca_file()),
+            "no pg_hba.conf entry",
+        ),
+    ] {
+        let err = Store::open(Location::Postgres(&bad), 2)
+            .await
+            .expect_err(why)
+            .to_string();
+        assert!(err.contains(why), "{why:?} not in {err}");
+        assert!(!err.contains(META_PASSWORD), "password in {err}");
+    }
+
+    // `liteset serve` on it: logs in and lists.
+    let mut server = TestServer::builder()
+        .env(
+            "LITESET_METADATA_URL",
+            url("localhost", "verify-full", pg.ca_file()),
+        )
+        .start()
+        .await?;
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let (s, r) = api.get("/api/v1/database/").await;
+    assert_eq!(s.as_u16(), 200, "{r}");
+    server.stop().await?;
+    assert!(
+        !server.logs().contains(META_PASSWORD),
+        "password in the logs"
+    );
+
+    // With a root that did not sign the server's certificate it refuses to start, and says so.
+    let err = TestServer::builder()
+        .env(
+            "LITESET_METADATA_URL",
+            url("localhost", "verify-full", pg.other_ca_file()),
+        )
+        .start()
+        .await
+        .err()
+        .expect("a server trusting the wrong root must not start");
+    let text = format!("{err:#}");
+    assert!(text.contains("exited before printing READY"), "{text}");
+    assert!(
+        text.contains("SSL error: certificate verify failed"),
+        "{text}"
+    );
+    assert!(!text.contains(META_PASSWORD), "password in {text}");
+    Ok(())
+}

@@ -178,6 +178,31 @@ pub fn ensure_safe(state: &AppState, uri: &ConnectionUri) -> Result<(), ApiError
     })
 }
 
+/// Superset's `server_cert_validator`: a given certificate must be PEM certificate(s), else a
+/// field error of the request (400) before anything connects. Empty counts as none.
+fn checked_server_cert(cert: Option<&str>) -> Result<Option<String>, ApiError> {
+    match cert.filter(|c| !c.trim().is_empty()) {
+        None => Ok(None),
+        Some(pem) => match crate::pgtls::validate_server_cert(pem) {
+            Ok(()) => Ok(Some(pem.to_owned())),
+            Err(_) => Err(ApiError::fields(
+                Fault::BadRequest,
+                json!({"server_cert": ["Invalid certificate"]}),
+            )),
+        },
+    }
+}
+
+/// The `server_cert` a write sets: `None` when the body leaves it alone, `Some(None)` when it
+/// clears it.
+fn server_cert_change(changes: &catalog::Changes) -> Result<Option<Option<String>>, ApiError> {
+    match changes.get("server_cert") {
+        None => Ok(None),
+        Some(Value::Text(cert)) => checked_server_cert(Some(cert)).map(Some),
+        Some(_) => Ok(Some(None)),
+    }
+}
+
 fn uri_error(e: &crate::uri::UriError) -> ApiError {
     ApiError::fields(
         Fault::Unprocessable,
@@ -213,6 +238,7 @@ impl DatabaseApi {
     > {
         let (body, form_uri) = form_uri(body)?;
         let mut changes = resource::changes_from_body(&SPEC, &body, id.is_none())?;
+        server_cert_change(&changes)?;
         if let Some(Value::Text(method)) = changes.get("configuration_method")
             && !CONFIGURATION_METHODS.contains(&method.as_str())
         {
@@ -264,12 +290,18 @@ impl DatabaseApi {
         Ok((changes, password, Some(uri)))
     }
 
-    async fn test(&self, uri: &ConnectionUri, fault: Fault) -> Result<(), ApiError> {
+    async fn test(
+        &self,
+        uri: &ConnectionUri,
+        server_cert: Option<String>,
+        fault: Fault,
+    ) -> Result<(), ApiError> {
         let spec = ConnectionSpec {
             database_id: 0,
             uri: uri.clone(),
             revision: String::new(),
             options: None,
+            server_cert,
         };
         self.state
             .engines
@@ -584,7 +616,8 @@ impl DatabaseApi {
         let user = resource::authorized(&self.state, &auth, "can_write", SPEC.view_menu).await?;
         let (mut changes, password, uri) = self.prepare(&body.0.value, None).await?;
         if let Some(uri) = &uri {
-            self.test(uri, Fault::Unprocessable).await?;
+            let cert = server_cert_change(&changes)?.flatten();
+            self.test(uri, cert, Fault::Unprocessable).await?;
         }
         let uuid = match changes.get("uuid") {
             Some(Value::Text(u)) => u.clone(),
@@ -616,7 +649,16 @@ impl DatabaseApi {
         let id = self.resolve(pk.0, &user).await?;
         let (mut changes, password, uri) = self.prepare(&body.0.value, Some(id)).await?;
         if let Some(uri) = &uri {
-            self.test(uri, Fault::Unprocessable).await?;
+            // The certificate the edited record will have: the body's, else the stored one.
+            let cert = match server_cert_change(&changes)? {
+                Some(cert) => cert,
+                None => {
+                    connections::connection_spec(&self.state, id)
+                        .await?
+                        .server_cert
+                }
+            };
+            self.test(uri, cert, Fault::Unprocessable).await?;
         }
         changes.values.retain(|(n, _)| *n != "uuid");
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
@@ -690,6 +732,8 @@ impl DatabaseApi {
         };
         let mut uri = ConnectionUri::parse(raw).map_err(|e| uri_error(&e))?;
         ensure_safe(&self.state, &uri)?;
+        // The form's certificate, as Superset's command tests with (not the stored one).
+        let cert = checked_server_cert(body.get("server_cert").and_then(Json_::as_str))?;
         if uri.password.as_deref() == Some(PASSWORD_MASK) {
             // Testing an existing connection from its edit form: use the stored password.
             let name = body
@@ -709,7 +753,7 @@ impl DatabaseApi {
                 None => uri.password = None,
             }
         }
-        self.test(&uri, Fault::BadRequest).await?;
+        self.test(&uri, cert, Fault::BadRequest).await?;
         Ok(Json(Message {
             message: "OK".to_owned(),
         }))
@@ -1135,6 +1179,14 @@ fn form_check(body: &Json_) -> Result<services::database::FormCheck, ApiError> {
         Some(Json_::String(_)) => bad("database_name", "Length must be between 1 and 250."),
         Some(_) => bad("database_name", "Not a valid string."),
     }
+    match body.get("server_cert") {
+        None | Some(Json_::Null) => {}
+        Some(Json_::String(c)) => match checked_server_cert(Some(c)) {
+            Ok(cert) => form.server_cert = cert,
+            Err(_) => bad("server_cert", "Invalid certificate"),
+        },
+        Some(_) => bad("server_cert", "Not a valid string."),
+    }
     if problems.is_empty() {
         Ok(form)
     } else {
@@ -1157,6 +1209,8 @@ struct ValidateParametersBody {
     parameters: Option<Nullable<Any<Json_>>>,
     /// The name it would be saved under.
     database_name: Option<Nullable<String>>,
+    /// A root certificate the server's certificate must chain to, PEM.
+    server_cert: Option<Nullable<String>>,
 }
 
 /// Superset's `/database/available/` entries for PostgreSQL (`PostgresEngineSpec`: psycopg2,

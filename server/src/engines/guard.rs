@@ -282,6 +282,8 @@ fn is_local(host: &str) -> bool {
 }
 
 fn pg_target(url: &str) -> Option<PgTarget> {
+    // Without its TLS options, which tokio-postgres cannot parse (`sslmode=verify-full`).
+    let (url, _) = crate::pgtls::split_url(url).ok()?;
     let cfg: tokio_postgres::Config = url.parse().ok()?;
     let mut hosts = BTreeSet::new();
     let mut local = false;
@@ -419,5 +421,18 @@ mod tests {
         assert_eq!(pg("postgresql://u@localhost:5433/analytics"), Ok(()));
         assert_eq!(pg("postgresql://u@localhost:5432/liteset"), Ok(()));
         assert_eq!(pg("postgresql://u@db.example:5433/liteset"), Ok(()));
+    }
+
+    #[test]
+    fn a_metadata_url_with_tls_options_is_still_protected() {
+        let guard = ConnectionGuard::new(&GuardConfig {
+            metadata_url: Some(
+                "postgresql://meta:pw@localhost:5433/liteset?sslmode=verify-full&sslrootcert=/ca.pem"
+                    .into(),
+            ),
+            ..Default::default()
+        });
+        let uri = ConnectionUri::parse("postgresql://x@127.0.0.1:5433/liteset?sslmode=require");
+        assert_eq!(guard.check(&uri.unwrap()), Err(Unsafe(INTERNAL_REFUSED)));
     }
 }

@@ -19,9 +19,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::pgpool::PgManager;
+use crate::pgtls::{PgTls, TlsOptions};
 use bb8::{ErrorSink, Pool};
+use tokio_postgres::Config;
 use tokio_postgres::error::SqlState;
-use tokio_postgres::{Config, NoTls};
 
 use super::{
     Budget, Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, ForeignKey, GenericType,
@@ -40,6 +41,8 @@ pub(crate) struct PgPool {
     last: LastError,
     ctx: Arc<ErrorContext>,
     max_result_bytes: usize,
+    /// The connections' TLS, for cancel requests (sent on a connection of their own).
+    tls: PgTls,
 }
 
 /// What error messages may name: never the password.
@@ -86,11 +89,15 @@ impl ErrorSink<tokio_postgres::Error> for Sink {
     }
 }
 
-/// The tokio-postgres configuration for `uri`. Recognised query options: `sslmode`
-/// (`disable`/`allow`/`prefer`; TLS is not built in yet, so `require` and stricter are refused),
-/// `application_name`, `connect_timeout` (seconds) and `options` (passed through, e.g.
-/// `-c search_path=x`). Others are ignored.
-pub(crate) fn config(uri: &ConnectionUri, options: &EngineOptions) -> Result<Config, EngineError> {
+/// The tokio-postgres configuration for `uri` and its TLS (`server_cert`: the database's root
+/// certificate, PEM). Recognised query options: libpq's `sslmode` and `sslrootcert` (see
+/// `pgtls.rs`), `application_name`, `connect_timeout` (seconds) and `options` (passed through,
+/// e.g. `-c search_path=x`). Others are ignored.
+pub(crate) fn config(
+    uri: &ConnectionUri,
+    server_cert: Option<&str>,
+    options: &EngineOptions,
+) -> Result<(Config, PgTls), EngineError> {
     let mut cfg = Config::new();
     cfg.host(uri.host.as_deref().unwrap_or("localhost"))
         .port(uri.port.unwrap_or(DEFAULT_PORT))
@@ -105,17 +112,12 @@ pub(crate) fn config(uri: &ConnectionUri, options: &EngineOptions) -> Result<Con
         cfg.password(password);
     }
     let mut server_options = Vec::new();
+    let mut tls_options = TlsOptions::default();
     for (key, value) in &uri.options {
+        if tls_options.take(key, value).map_err(EngineError::other)? {
+            continue;
+        }
         match key.as_str() {
-            "sslmode" => match value.as_str() {
-                "disable" | "allow" | "prefer" => {}
-                other => {
-                    return Err(EngineError::other(format!(
-                        "sslmode={other} is not supported: Liteset connects to PostgreSQL \
-                         without TLS for now."
-                    )));
-                }
-            },
             "application_name" => {
                 cfg.application_name(value);
             }
@@ -141,15 +143,18 @@ pub(crate) fn config(uri: &ConnectionUri, options: &EngineOptions) -> Result<Con
     if !server_options.is_empty() {
         cfg.options(server_options.join(" "));
     }
-    Ok(cfg)
+    let tls = PgTls::new(&tls_options, server_cert).map_err(EngineError::other)?;
+    tls.configure(&mut cfg);
+    Ok((cfg, tls))
 }
 
 /// A lazily connecting pool (no connection is opened until first use).
 pub(crate) fn build_pool(
     uri: &ConnectionUri,
+    server_cert: Option<&str>,
     options: &EngineOptions,
 ) -> Result<PgPool, EngineError> {
-    let cfg = config(uri, options)?;
+    let (cfg, tls) = config(uri, server_cert, options)?;
     let ctx = Arc::new(ErrorContext::new(uri));
     let last = LastError::default();
     let pool = Pool::builder()
@@ -162,12 +167,13 @@ pub(crate) fn build_pool(
             last: last.clone(),
             ctx: ctx.clone(),
         }))
-        .build_unchecked(PgManager::new(cfg));
+        .build_unchecked(PgManager::new(cfg, tls.clone()));
     Ok(PgPool {
         pool,
         last,
         ctx,
         max_result_bytes: options.max_result_bytes,
+        tls,
     })
 }
 
@@ -187,12 +193,13 @@ impl PgPool {
 /// A fresh connection (not pooled) that runs `SELECT 1`.
 pub(crate) async fn test_connection(
     uri: &ConnectionUri,
+    server_cert: Option<&str>,
     options: &EngineOptions,
 ) -> Result<(), EngineError> {
-    let cfg = config(uri, options)?;
+    let (cfg, tls) = config(uri, server_cert, options)?;
     let ctx = ErrorContext::new(uri);
     let attempt = async {
-        let (client, connection) = cfg.connect(NoTls).await.map_err(|e| map_error(&e, &ctx))?;
+        let (client, connection) = cfg.connect(tls).await.map_err(|e| map_error(&e, &ctx))?;
         // The connection task ends by itself once `client` is dropped.
         tokio::spawn(async move {
             if let Err(e) = connection.await {
@@ -596,6 +603,7 @@ pub(crate) async fn execute(
     let mut flight = InFlight {
         conn: Some(conn),
         token,
+        tls: pool.tls.clone(),
         in_transaction: false,
     };
     let out = run_statement(&mut flight, pool, sql, opts).await;
@@ -738,6 +746,9 @@ async fn run_statement(
 struct InFlight {
     conn: Option<bb8::PooledConnection<'static, PgManager>>,
     token: tokio_postgres::CancelToken,
+    /// The cancel request goes over TLS as the connection did (a `hostssl`-only server refuses
+    /// it in the clear, and it carries the backend's secret key).
+    tls: PgTls,
     in_transaction: bool,
 }
 
@@ -747,12 +758,13 @@ impl Drop for InFlight {
             return;
         };
         let token = self.token.clone();
+        let tls = self.tls.clone();
         let in_transaction = self.in_transaction;
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             return;
         };
         rt.spawn(async move {
-            if let Err(e) = token.cancel_query(NoTls).await {
+            if let Err(e) = token.cancel_query(tls).await {
                 tracing::warn!(error = %e, "could not cancel an abandoned query");
             }
             // Queued behind the cancelled statement: once these answer, the connection is idle
@@ -941,6 +953,16 @@ pub fn render_type(pg_type: &str) -> String {
 pub(crate) fn map_error(error: &tokio_postgres::Error, ctx: &ErrorContext) -> EngineError {
     if let Some(db) = error.as_db_error() {
         return map_db_error(db.code(), db.message(), ctx);
+    }
+    // Before the io errors: a refused certificate arrives as one. Superset (psycopg2) shows
+    // libpq's text as a generic engine error; so does this.
+    if let Some(tls) = crate::pgtls::describe(error) {
+        return EngineError::Other {
+            message: format!(
+                "connection to server at \"{}\", port {} failed: {tls}",
+                ctx.host, ctx.port
+            ),
+        };
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(error);
     while let Some(cause) = source {
@@ -1437,19 +1459,54 @@ mod tests {
     }
 
     #[test]
-    fn config_carries_statement_timeout_and_refuses_tls() {
+    fn config_carries_statement_timeout() {
         let uri = ConnectionUri::parse("postgresql://u:pw@h:6000/d?options=-c%20search_path%3Dx")
             .expect("uri");
-        let cfg = config(&uri, &EngineOptions::default()).expect("config");
+        let (cfg, _) = config(&uri, None, &EngineOptions::default()).expect("config");
         assert_eq!(
             cfg.get_options(),
             Some("-c search_path=x -c standard_conforming_strings=on -c statement_timeout=300000")
         );
         assert_eq!(cfg.get_ports(), &[6000]);
-        let tls = ConnectionUri::parse("postgresql://u:pw@h/d?sslmode=require").expect("uri");
-        assert!(config(&tls, &EngineOptions::default()).is_err());
         let anonymous = ConnectionUri::parse("postgresql://h/d").expect("uri");
-        assert!(config(&anonymous, &EngineOptions::default()).is_err());
+        assert!(config(&anonymous, None, &EngineOptions::default()).is_err());
+    }
+
+    #[test]
+    fn config_takes_libpq_tls_options() {
+        use tokio_postgres::config::SslMode as Wire;
+        let mode = |query: &str, cert: Option<&str>| {
+            let uri = ConnectionUri::parse(&format!("postgresql://u:pw@h/d{query}")).expect("uri");
+            config(&uri, cert, &EngineOptions::default())
+                .map(|(cfg, tls)| (cfg.get_ssl_mode(), tls.mode().as_str()))
+        };
+        assert_eq!(mode("", None), Ok((Wire::Prefer, "prefer")));
+        assert_eq!(
+            mode("?sslmode=disable", None),
+            Ok((Wire::Disable, "disable"))
+        );
+        assert_eq!(mode("?sslmode=allow", None), Ok((Wire::Prefer, "allow")));
+        assert_eq!(
+            mode("?sslmode=require", None),
+            Ok((Wire::Require, "require"))
+        );
+        assert_eq!(
+            mode("?sslmode=verify-ca", None),
+            Ok((Wire::Require, "verify-ca"))
+        );
+        assert_eq!(
+            mode("?sslmode=verify-full", None),
+            Ok((Wire::Require, "verify-full"))
+        );
+        // Certificates are checked before anything connects, whatever the mode.
+        let bad = mode("?sslmode=disable", Some("not PEM")).expect_err("bad cert");
+        assert_eq!(bad.message(), "server_cert: Invalid certificate");
+        let bad = mode("?sslmode=verify-everything", None).expect_err("bad mode");
+        assert!(
+            bad.message().starts_with("invalid sslmode value"),
+            "{bad:?}"
+        );
+        assert!(!bad.message().contains("pw"), "{bad:?}");
     }
 
     #[test]

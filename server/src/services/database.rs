@@ -47,6 +47,8 @@ pub struct FormCheck {
     pub id: Option<i64>,
     /// The form's fields.
     pub parameters: serde_json::Map<String, Json>,
+    /// The root certificate to verify the server with (PEM, already checked), if any.
+    pub server_cert: Option<String>,
 }
 
 /// How long the reachability probe of a form's host and port may take (Superset: 5 s).
@@ -171,6 +173,7 @@ pub async fn validate_form(
         uri,
         revision: String::new(),
         options: None,
+        server_cert: form.server_cert,
     };
     state
         .engines

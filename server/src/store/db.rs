@@ -432,6 +432,19 @@ impl ToSql for Value {
     to_sql_checked!();
 }
 
+/// A tokio-postgres error with its causes (its own text is only the kind: "db error"). Neither
+/// holds the password: tokio-postgres never puts it in an error.
+fn error_chain(error: &tokio_postgres::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 fn pg_params(params: &[Value]) -> Vec<&(dyn ToSql + Sync)> {
     params.iter().map(|v| v as &(dyn ToSql + Sync)).collect()
 }
@@ -541,14 +554,36 @@ impl Db {
         Ok(Db::Sqlite(pool))
     }
 
-    /// Connects to PostgreSQL at `url` (`postgresql://user:pass@host:port/db`).
+    /// Connects to PostgreSQL at `url` (`postgresql://user:pass@host:port/db`, with libpq's
+    /// `sslmode`/`sslrootcert` options, see `pgtls.rs`).
+    ///
+    /// One connection is opened and closed first: bb8 only reports a failure to connect as a
+    /// timeout, after retrying for the whole acquire timeout, and a server that cannot reach
+    /// its metadata (a wrong CA, a wrong password) should say why at once.
     pub async fn open_postgres(url: &str, opts: PoolOptions) -> Result<Db> {
-        let config: tokio_postgres::Config =
-            url.parse()
-                .map_err(|e: tokio_postgres::Error| Error::Config {
-                    message: format!("invalid PostgreSQL URL: {e}"),
-                })?;
-        let manager = PgManager::new(config);
+        let (config, tls) = crate::pgtls::url_config(url).map_err(|e| Error::Config {
+            message: e.to_string(),
+        })?;
+        let probe = tokio::time::timeout(opts.acquire_timeout, config.connect(tls.clone()));
+        match probe.await {
+            Ok(Ok((client, connection))) => {
+                drop(client);
+                // Ends once the client is gone; its error (if any) tells nothing new.
+                let _ = connection.await;
+            }
+            Ok(Err(e)) => {
+                let why = crate::pgtls::describe(&e).unwrap_or_else(|| error_chain(&e));
+                return Err(Error::Config {
+                    message: format!("cannot connect to the PostgreSQL metadata database: {why}"),
+                });
+            }
+            Err(_) => {
+                return Err(Error::Config {
+                    message: "cannot connect to the PostgreSQL metadata database: timed out".into(),
+                });
+            }
+        }
+        let manager = PgManager::new(config, tls);
         let pool = Pool::builder()
             .max_size(opts.max_size)
             .connection_timeout(opts.acquire_timeout)

@@ -39,6 +39,7 @@ fn spec(uri: &str, options: EngineOptions) -> ConnectionSpec {
         uri: ConnectionUri::parse(uri).expect("uri"),
         revision: "1".into(),
         options: Some(options),
+        server_cert: None,
     }
 }
 
