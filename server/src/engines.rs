@@ -14,7 +14,9 @@
 //! PostgreSQL transaction that is dropped sends its ROLLBACK before the connection is reused, and a
 //! SQLite call finishes on the blocking pool before its connection returns to the pool.
 
+pub mod clickhouse;
 pub mod guard;
+pub mod mysql;
 pub mod postgres;
 pub mod sqlite;
 
@@ -353,6 +355,8 @@ pub fn engine_name(engine: Engine) -> &'static str {
     match engine {
         Engine::Postgres => "PostgreSQL",
         Engine::Sqlite => "SQLite",
+        Engine::ClickHouse => "ClickHouse Connect (Superset)",
+        Engine::MySql => "MySQL",
     }
 }
 
@@ -406,11 +410,13 @@ pub fn generic_type(type_name: &str) -> Option<GenericType> {
 }
 
 /// Quotes an identifier for `engine` the way SQLAlchemy does: left bare when it is lowercase
-/// `[a-z_][a-z0-9_$]*` and not a reserved word, otherwise double-quoted with `"` doubled.
+/// `[a-z_][a-z0-9_$]*` and not a reserved word, otherwise quoted as [`Dialect::quote`] quotes.
 pub fn quote_ident(engine: Engine, ident: &str) -> String {
     let reserved = match engine {
         Engine::Postgres => postgres::is_reserved(ident),
         Engine::Sqlite => sqlite::is_reserved(ident),
+        Engine::ClickHouse => clickhouse::is_reserved(ident),
+        Engine::MySql => mysql::is_reserved(ident),
     };
     let bare = !ident.is_empty()
         && !reserved
@@ -421,7 +427,7 @@ pub fn quote_ident(engine: Engine, ident: &str) -> String {
     if bare {
         ident.to_owned()
     } else {
-        format!("\"{}\"", ident.replace('"', "\"\""))
+        Dialect::of(engine).quote(ident)
     }
 }
 
@@ -430,6 +436,18 @@ pub fn function_names(engine: Engine) -> &'static [&'static str] {
     match engine {
         Engine::Postgres => postgres::FUNCTION_NAMES,
         Engine::Sqlite => sqlite::FUNCTION_NAMES,
+        Engine::ClickHouse => clickhouse::FUNCTION_NAMES,
+        Engine::MySql => mysql::FUNCTION_NAMES,
+    }
+}
+
+/// Functions (and table functions) refused on `engine` whatever the configured deny-list says:
+/// they reach outside the database (files, URLs, other servers, shells).
+pub fn refused_functions(engine: Engine) -> &'static [&'static str] {
+    match engine {
+        Engine::Postgres | Engine::Sqlite => &[],
+        Engine::ClickHouse => clickhouse::REFUSED_FUNCTIONS,
+        Engine::MySql => mysql::REFUSED_FUNCTIONS,
     }
 }
 
@@ -696,6 +714,8 @@ struct Entry {
 enum EnginePool {
     Postgres(postgres::PgPool),
     Sqlite(sqlite::SqlitePool),
+    ClickHouse(clickhouse::ChPool),
+    MySql(mysql::MyPool),
 }
 
 impl fmt::Debug for Engines {
@@ -772,6 +792,10 @@ impl Engines {
         let pool = match spec.uri.engine {
             Engine::Postgres => EnginePool::Postgres(postgres::build_pool(&spec.uri, options)?),
             Engine::Sqlite => EnginePool::Sqlite(sqlite::build_pool(&spec.uri, options)?),
+            Engine::ClickHouse => {
+                EnginePool::ClickHouse(clickhouse::build_pool(&spec.uri, options)?)
+            }
+            Engine::MySql => EnginePool::MySql(mysql::build_pool(&spec.uri, options)?),
         };
         tracing::debug!(
             database_id = spec.database_id,
@@ -798,6 +822,8 @@ impl Engines {
         match spec.uri.engine {
             Engine::Postgres => postgres::test_connection(&spec.uri, options).await,
             Engine::Sqlite => sqlite::test_connection(&spec.uri, options).await,
+            Engine::ClickHouse => clickhouse::test_connection(&spec.uri, options).await,
+            Engine::MySql => mysql::test_connection(&spec.uri, options).await,
         }
     }
 
@@ -806,6 +832,8 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::schemas(&p).await,
             EnginePool::Sqlite(p) => sqlite::schemas(&p).await,
+            EnginePool::ClickHouse(p) => clickhouse::schemas(&p).await,
+            EnginePool::MySql(p) => mysql::schemas(&p).await,
         }
     }
 
@@ -818,6 +846,8 @@ impl Engines {
         let mut tables = match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::tables(&p, schema).await?,
             EnginePool::Sqlite(p) => sqlite::tables(&p, schema).await?,
+            EnginePool::ClickHouse(p) => clickhouse::tables(&p, schema).await?,
+            EnginePool::MySql(p) => mysql::tables(&p, schema).await?,
         };
         tables.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tables)
@@ -834,6 +864,8 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::table_metadata(&p, schema, table).await,
             EnginePool::Sqlite(p) => sqlite::table_metadata(&p, schema, table).await,
+            EnginePool::ClickHouse(p) => clickhouse::table_metadata(&p, schema, table).await,
+            EnginePool::MySql(p) => mysql::table_metadata(&p, schema, table).await,
         }
     }
 
@@ -853,6 +885,8 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::query_columns(&p, sql).await,
             EnginePool::Sqlite(p) => sqlite::query_columns(&p, sql).await,
+            EnginePool::ClickHouse(p) => clickhouse::query_columns(&p, sql).await,
+            EnginePool::MySql(p) => mysql::query_columns(&p, sql).await,
         }
     }
 }
@@ -881,6 +915,8 @@ impl Engines {
             match self.pool(spec)? {
                 EnginePool::Postgres(p) => postgres::execute(&p, sql, opts).await,
                 EnginePool::Sqlite(p) => sqlite::execute(&p, sql, opts).await,
+                EnginePool::ClickHouse(p) => clickhouse::execute(&p, sql, opts).await,
+                EnginePool::MySql(p) => mysql::execute(&p, sql, opts).await,
             }
         };
         if timeout.is_zero() {
@@ -928,16 +964,27 @@ impl Dialect {
         self.engine.backend()
     }
 
-    /// An identifier, always double-quoted (embedded quotes doubled), so no name from a
-    /// dataset or a request can change the statement's structure.
+    /// An identifier, always quoted (PostgreSQL and SQLite: double quotes, embedded ones
+    /// doubled), so no name from a dataset or a request can change the statement's structure.
     pub fn quote(self, ident: &str) -> String {
-        format!("\"{}\"", ident.replace('"', "\"\""))
+        match self.engine {
+            Engine::Postgres | Engine::Sqlite => {
+                format!("\"{}\"", ident.replace('"', "\"\""))
+            }
+            Engine::ClickHouse => clickhouse::quote(ident),
+            Engine::MySql => mysql::quote(ident),
+        }
     }
 
-    /// A string literal with quotes doubled. Both engines treat backslashes literally
-    /// (PostgreSQL pools run with `standard_conforming_strings=on`).
+    /// A string literal. PostgreSQL and SQLite double quotes and treat backslashes literally
+    /// (PostgreSQL pools run with `standard_conforming_strings=on`); the others escape as
+    /// their own lexers read literals.
     pub fn string(self, s: &str) -> String {
-        format!("'{}'", s.replace('\'', "''"))
+        match self.engine {
+            Engine::Postgres | Engine::Sqlite => format!("'{}'", s.replace('\'', "''")),
+            Engine::ClickHouse => clickhouse::string(s),
+            Engine::MySql => mysql::string(s),
+        }
     }
 
     /// The grains the engine supports, in Superset's display order.
@@ -945,6 +992,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => postgres::TIME_GRAINS,
             Engine::Sqlite => sqlite::TIME_GRAINS,
+            Engine::ClickHouse => clickhouse::TIME_GRAINS,
+            Engine::MySql => mysql::TIME_GRAINS,
         }
     }
 
@@ -961,6 +1010,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => postgres::datetime_literal(dt, type_name),
             Engine::Sqlite => sqlite::datetime_literal(dt, type_name),
+            Engine::ClickHouse => clickhouse::datetime_literal(dt, type_name),
+            Engine::MySql => mysql::datetime_literal(dt, type_name),
         }
     }
 
@@ -971,6 +1022,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => postgres::convert_dttm(dt, target_type),
             Engine::Sqlite => sqlite::convert_dttm(dt, target_type),
+            Engine::ClickHouse => clickhouse::convert_dttm(dt, target_type),
+            Engine::MySql => mysql::convert_dttm(dt, target_type),
         }
     }
 
@@ -981,6 +1034,8 @@ impl Dialect {
             (Engine::Postgres, false) => "false",
             (Engine::Sqlite, true) => "1",
             (Engine::Sqlite, false) => "0",
+            (Engine::ClickHouse, b) => clickhouse::boolean(b),
+            (Engine::MySql, b) => mysql::boolean(b),
         }
     }
 
@@ -989,6 +1044,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => format!("CAST({expr} AS VARCHAR)"),
             Engine::Sqlite => format!("CAST({expr} AS TEXT)"),
+            Engine::ClickHouse => clickhouse::cast_text(expr),
+            Engine::MySql => mysql::cast_text(expr),
         }
     }
 
@@ -998,6 +1055,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => format!("TO_TIMESTAMP({})", ms / 1000.0),
             Engine::Sqlite => format!("DATETIME({}, 'unixepoch')", ms / 1000.0),
+            Engine::ClickHouse => clickhouse::from_epoch_ms(ms),
+            Engine::MySql => mysql::from_epoch_ms(ms),
         }
     }
 }

@@ -17,6 +17,11 @@ pub enum Engine {
     Postgres,
     /// A local SQLite file (the embedded examples).
     Sqlite,
+    /// ClickHouse over its HTTP interface (`clickhousedb://`, `clickhouse+http://`,
+    /// `clickhouse://`).
+    ClickHouse,
+    /// MySQL or MariaDB (`mysql://`, `mysql+mysqldb://`, `mysql+pymysql://`, `mariadb://`).
+    MySql,
 }
 
 impl Engine {
@@ -25,6 +30,18 @@ impl Engine {
         match self {
             Engine::Postgres => "postgresql",
             Engine::Sqlite => "sqlite",
+            Engine::ClickHouse => "clickhousedb",
+            Engine::MySql => "mysql",
+        }
+    }
+
+    /// The port a URI without one reaches (libpq's, ClickHouse's HTTP, MySQL's).
+    pub fn default_port(self) -> Option<u16> {
+        match self {
+            Engine::Postgres => Some(5432),
+            Engine::Sqlite => None,
+            Engine::ClickHouse => Some(8123),
+            Engine::MySql => Some(3306),
         }
     }
 }
@@ -45,7 +62,9 @@ pub enum UriError {
     /// A scheme Liteset has no driver for.
     #[error(
         "Could not load database driver: {scheme}. Supported engines: postgresql:// \
-         (also postgresql+psycopg2://, postgres://) and sqlite:///path"
+         (also postgresql+psycopg2://, postgres://), clickhousedb:// (also clickhouse://, \
+         clickhouse+http://), mysql:// (also mysql+mysqldb://, mysql+pymysql://, mariadb://) \
+         and sqlite:///path"
     )]
     UnsupportedEngine {
         /// The scheme as given.
@@ -95,6 +114,13 @@ impl ConnectionUri {
         let engine = match dialect.as_str() {
             "postgresql" | "postgres" => Engine::Postgres,
             "sqlite" => Engine::Sqlite,
+            // clickhouse-connect's `clickhousedb://`; clickhouse-sqlalchemy's `clickhouse://`
+            // and `clickhouse+http://` (its native TCP driver is not spoken here).
+            "clickhousedb" => Engine::ClickHouse,
+            "clickhouse" if matches!(driver.as_deref(), None | Some("http" | "https")) => {
+                Engine::ClickHouse
+            }
+            "mysql" | "mariadb" => Engine::MySql,
             _ => {
                 return Err(UriError::UnsupportedEngine {
                     scheme: scheme.to_owned(),
@@ -130,8 +156,11 @@ impl ConnectionUri {
             .split('/')
             .next()
             .filter(|d| !d.is_empty())
-            .map(decode)
-            .ok_or(UriError::PostgresWithoutDatabase)?;
+            .map(decode);
+        // ClickHouse and MySQL connect without one (ClickHouse's `default`, MySQL's none).
+        if database.is_none() && engine == Engine::Postgres {
+            return Err(UriError::PostgresWithoutDatabase);
+        }
         Ok(ConnectionUri {
             engine,
             driver,
@@ -143,7 +172,7 @@ impl ConnectionUri {
                 .host_str()
                 .map(|h| h.trim_matches(['[', ']']).to_owned()),
             port: parsed.port(),
-            database: Some(database),
+            database,
             path: None,
             options: parsed
                 .query_pairs()
@@ -151,6 +180,22 @@ impl ConnectionUri {
                 .collect(),
             scheme: scheme_lc,
         })
+    }
+
+    /// The schema an unqualified table name resolves in on a fresh connection: PostgreSQL's
+    /// `public`, SQLite's `main`, and for ClickHouse and MySQL (whose schemas are databases)
+    /// the URI's database (ClickHouse's `default` without one; empty for a MySQL URI without
+    /// one, where no unqualified name resolves).
+    pub fn default_schema(&self) -> String {
+        match self.engine {
+            Engine::Postgres => "public".to_owned(),
+            Engine::Sqlite => "main".to_owned(),
+            Engine::ClickHouse => self
+                .database
+                .clone()
+                .unwrap_or_else(|| "default".to_owned()),
+            Engine::MySql => self.database.clone().unwrap_or_default(),
+        }
     }
 
     /// Whether `self` (a URI sent back with the password mask) reaches the same account as
@@ -164,10 +209,7 @@ impl ConnectionUri {
                 .trim_end_matches('.')
                 .to_ascii_lowercase()
         };
-        let port = |u: &ConnectionUri| match u.engine {
-            Engine::Postgres => Some(u.port.unwrap_or(5432)),
-            Engine::Sqlite => u.port,
-        };
+        let port = |u: &ConnectionUri| u.port.or(u.engine.default_port());
         self.engine == stored.engine
             && host(self) == host(stored)
             && port(self) == port(stored)

@@ -327,7 +327,7 @@ impl DatabaseApi {
         let user = resource::authorized(&self.state, auth, perm, SPEC.view_menu).await?;
         self.resolve(pk, &user).await?;
         let spec = connections::connection_spec(&self.state, pk).await?;
-        let reach = TableReach::of(&self.state, &user, pk, spec.uri.engine).await?;
+        let reach = TableReach::of(&self.state, &user, pk, &spec.uri).await?;
         Ok((spec, reach))
     }
 }
@@ -343,7 +343,7 @@ pub struct TableReach {
     schemas: Vec<String>,
     /// `(schema, table)` of the reachable physical datasets, schema as stored (may be empty).
     tables: Vec<(String, String)>,
-    default_schema: &'static str,
+    default_schema: String,
 }
 
 impl TableReach {
@@ -351,12 +351,9 @@ impl TableReach {
         state: &AppState,
         user: &CurrentUser,
         db: i64,
-        engine: crate::uri::Engine,
+        uri: &crate::uri::ConnectionUri,
     ) -> Result<Self, ApiError> {
-        let default_schema = match engine {
-            crate::uri::Engine::Postgres => "public",
-            crate::uri::Engine::Sqlite => "main",
-        };
+        let default_schema = uri.default_schema();
         let g = user.grants();
         if g.all || g.database_ids.contains(&db) {
             return Ok(TableReach {
@@ -404,14 +401,14 @@ impl TableReach {
 
     fn same_schema(&self, stored: &str, asked: Option<&str>) -> bool {
         let stored = if stored.is_empty() {
-            self.default_schema
+            &self.default_schema
         } else {
             stored
         };
         stored
             == asked
                 .filter(|s| !s.is_empty())
-                .unwrap_or(self.default_schema)
+                .unwrap_or(&self.default_schema)
     }
 
     /// Whether the schema may be listed: granted whole, or holding a reachable table.

@@ -321,6 +321,8 @@ pub fn sql_dialect(engine: Engine) -> SqlDialect {
     match engine {
         Engine::Postgres => SqlDialect::Postgres,
         Engine::Sqlite => SqlDialect::Sqlite,
+        Engine::ClickHouse => SqlDialect::ClickHouse,
+        Engine::MySql => SqlDialect::MySql,
     }
 }
 

@@ -30,7 +30,9 @@ use sqlparser::ast::{
     Expr, Fetch, FromTable, LimitClause, ObjectName, ObjectType, Query, Select, SetExpr, Statement,
     TableFactor, Value, Visit, Visitor,
 };
-use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::dialect::{
+    ClickHouseDialect, Dialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect,
+};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerError, Whitespace};
@@ -73,10 +75,16 @@ pub enum SqlDialect {
     Postgres,
     /// SQLite (sqlparser's `SQLiteDialect`).
     Sqlite,
+    /// ClickHouse (sqlparser's `ClickHouseDialect`).
+    ClickHouse,
+    /// MySQL and MariaDB (sqlparser's `MySqlDialect`).
+    MySql,
 }
 
 static POSTGRES: PostgreSqlDialect = PostgreSqlDialect {};
 static SQLITE: SQLiteDialect = SQLiteDialect {};
+static CLICKHOUSE: ClickHouseDialect = ClickHouseDialect {};
+static MYSQL: MySqlDialect = MySqlDialect {};
 
 impl SqlDialect {
     /// Superset's engine name for the dialect (`"postgresql"` / `"sqlite"`), as reported in
@@ -85,6 +93,8 @@ impl SqlDialect {
         match self {
             SqlDialect::Postgres => "postgresql",
             SqlDialect::Sqlite => "sqlite",
+            SqlDialect::ClickHouse => "clickhousedb",
+            SqlDialect::MySql => "mysql",
         }
     }
 
@@ -92,6 +102,8 @@ impl SqlDialect {
         match self {
             SqlDialect::Postgres => &POSTGRES,
             SqlDialect::Sqlite => &SQLITE,
+            SqlDialect::ClickHouse => &CLICKHOUSE,
+            SqlDialect::MySql => &MYSQL,
         }
     }
 }
@@ -1629,7 +1641,9 @@ impl TableRef {
         default_schema: &str,
     ) -> bool {
         let same = |a: &str, b: &str| match dialect {
-            SqlDialect::Postgres => a == b,
+            // ClickHouse names are case-sensitive; MySQL's table names are on Linux (its
+            // `lower_case_table_names=0` default).
+            SqlDialect::Postgres | SqlDialect::ClickHouse | SqlDialect::MySql => a == b,
             SqlDialect::Sqlite => a.eq_ignore_ascii_case(b),
         };
         let schema = if schema.is_empty() {
@@ -1642,10 +1656,12 @@ impl TableRef {
 }
 
 /// An identifier as the database compares it (see [`TableRef::table`]). PostgreSQL folds
-/// ASCII letters only in a UTF-8 database (`downcase_identifier`).
+/// ASCII letters only in a UTF-8 database (`downcase_identifier`); ClickHouse and MySQL (table
+/// names, on Linux) never fold.
 fn fold(dialect: SqlDialect, ident: &sqlparser::ast::Ident) -> String {
     match dialect {
         SqlDialect::Postgres if ident.quote_style.is_some() => ident.value.clone(),
+        SqlDialect::ClickHouse | SqlDialect::MySql => ident.value.clone(),
         _ => ident.value.to_ascii_lowercase(),
     }
 }

@@ -898,17 +898,11 @@ impl<'a> Run<'a> {
     /// Refuses SQL calling a function the dataset's database may not call
     /// (`query.databases.<name>.disallowed_functions`, else `LITESET_DISALLOWED_FUNCTIONS`).
     fn check_functions(&self, sql: &str) -> Result<(), QueryError> {
-        let denied = self
-            .state
-            .config
-            .disallowed_functions_for(&self.ds.database_name);
+        let denied = super::denied_functions(self.state, &self.ds.database_name, self.ds.engine);
         if denied.is_empty() {
             return Ok(());
         }
-        let dialect = match self.ds.engine {
-            crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
-            crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
-        };
+        let dialect = crate::query::sql::sql_dialect(self.ds.engine);
         let bad = sqlcheck::disallowed(sqlcheck::functions_called(dialect, sql)?, &denied);
         if bad.is_empty() {
             Ok(())
