@@ -350,6 +350,119 @@ pub struct TableMetadata {
     pub comment: Option<String>,
 }
 
+/// What Superset's `/database/available/` and a database's `backend`/`driver` say of one
+/// engine spec Liteset speaks (Superset's `db_engine_specs` class of that backend).
+#[derive(Clone, Copy, Debug)]
+pub struct EngineSpec {
+    /// The SQLAlchemy backend (`engine` of the spec).
+    pub backend: &'static str,
+    /// Its display name (`engine_name`).
+    pub name: &'static str,
+    /// The engine that runs it.
+    pub engine: Engine,
+    /// The driver a URI without one uses (SQLAlchemy's default for the dialect).
+    pub default_driver: &'static str,
+    /// The drivers Liteset accepts in URIs of this backend, sorted.
+    pub drivers: &'static [&'static str],
+    /// The URI shown to start from.
+    pub placeholder: &'static str,
+    /// Listed first (Superset's default `PREFERRED_DATABASES`).
+    pub preferred: bool,
+    /// Whether the spec has a connection form (`BasicParametersMixin`).
+    pub form: bool,
+    /// Whether CSV upload is possible (`supports_file_upload`).
+    pub supports_file_upload: bool,
+    /// `disable_ssh_tunneling`.
+    pub disable_ssh_tunneling: bool,
+}
+
+/// The engine specs, in the order `/database/available/` lists them: the preferred ones in
+/// `PREFERRED_DATABASES` order, then the others by name.
+pub const ENGINE_SPECS: &[EngineSpec] = &[
+    EngineSpec {
+        backend: "postgresql",
+        name: "PostgreSQL",
+        engine: Engine::Postgres,
+        default_driver: "psycopg2",
+        drivers: &["psycopg2"],
+        placeholder: "postgresql://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: true,
+        form: true,
+        supports_file_upload: true,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "mysql",
+        name: "MySQL",
+        engine: Engine::MySql,
+        default_driver: "mysqldb",
+        drivers: &["mysqlconnector", "mysqldb", "pymysql"],
+        placeholder: "mysql://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: true,
+        form: true,
+        supports_file_upload: true,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "sqlite",
+        name: "SQLite",
+        engine: Engine::Sqlite,
+        default_driver: "pysqlite",
+        drivers: &["pysqlite"],
+        placeholder: "engine+driver://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: true,
+        form: false,
+        supports_file_upload: true,
+        disable_ssh_tunneling: true,
+    },
+    EngineSpec {
+        backend: "clickhouse",
+        name: "ClickHouse",
+        engine: Engine::ClickHouse,
+        default_driver: "http",
+        drivers: &["http", "https"],
+        placeholder: "engine+driver://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: false,
+        form: false,
+        supports_file_upload: false,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "clickhousedb",
+        name: "ClickHouse Connect (Superset)",
+        engine: Engine::ClickHouse,
+        default_driver: "connect",
+        drivers: &["connect"],
+        placeholder: "clickhousedb://user:password@host[:port][/dbname][?secure=value&=value...]",
+        preferred: false,
+        form: true,
+        supports_file_upload: false,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "mariadb",
+        name: "MariaDB",
+        engine: Engine::MySql,
+        default_driver: "mysqldb",
+        drivers: &["mariadbconnector", "mysqldb", "pymysql"],
+        placeholder: "mysql://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: false,
+        form: true,
+        supports_file_upload: true,
+        disable_ssh_tunneling: false,
+    },
+];
+
+/// The spec of a SQLAlchemy backend name (`postgres` is PostgreSQL's old alias).
+pub fn engine_spec(backend: &str) -> Option<&'static EngineSpec> {
+    let backend = if backend == "postgres" {
+        "postgresql"
+    } else {
+        backend
+    };
+    ENGINE_SPECS.iter().find(|s| s.backend == backend)
+}
+
 /// Superset's engine name (`extra.engine_name` of its errors).
 pub fn engine_name(engine: Engine) -> &'static str {
     match engine {
