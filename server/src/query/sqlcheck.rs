@@ -423,6 +423,62 @@ fn tokenize(dialect: SqlDialect, sql: &str) -> Result<Vec<TokenWithSpan>, SqlErr
 pub const MYSQL_EXECUTABLE_COMMENT_REFUSAL: &str = "Error parsing: executable comments \
      (/*! … */, /*M! … */) and optimizer hints (/*+ … */) are not supported";
 
+/// The byte offset of the first `/*!`, `/*M!` or `/*+` that MySQL's lexer reads as the start
+/// of a comment (not inside a string literal, a quoted identifier or another comment): quotes
+/// `'` and `"` with backslash escapes and doubled quotes, backticks with doubled backticks,
+/// `#` and `-- ` line comments, unnested `/* */` comments.
+fn mysql_executable_comment(sql: &str) -> Option<usize> {
+    let b = sql.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() {
+                    if b[i] == b'\\' && q != b'`' {
+                        i += 2;
+                    } else if b[i] == q {
+                        if b.get(i + 1) == Some(&q) {
+                            i += 2;
+                        } else {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b
+                    .get(i + 2)
+                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
+            {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let rest = &sql[i + 2..];
+                if rest.starts_with('!') || rest.starts_with("M!") || rest.starts_with('+') {
+                    return Some(i);
+                }
+                match rest.find("*/") {
+                    Some(end) => i += 2 + end + 2,
+                    None => return None,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
 /// Refuses MySQL text whose comments or whitespace the server reads differently from
 /// sqlparser, so that no check below can be shown one statement while the server runs
 /// another:
@@ -443,6 +499,21 @@ fn refuse_mysql_hidden_code(
 ) -> Result<(), SqlError> {
     if dialect != SqlDialect::MySql {
         return Ok(());
+    }
+    // sqlparser expands `/*! … */` into tokens (no comment token is left to see), without
+    // MySQL's version conditions: find them in the text as MySQL's lexer reads it.
+    if let Some(at) = mysql_executable_comment(sql) {
+        let line = sql[..at].matches('\n').count() + 1;
+        let column = sql[..at].rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        let mut error = SqlError::invalid(
+            dialect,
+            sql,
+            MYSQL_EXECUTABLE_COMMENT_REFUSAL.to_owned(),
+            Some("/*!".to_owned()),
+        );
+        error.data.line = u64::try_from(line).ok();
+        error.data.column = u64::try_from(column).ok();
+        return Err(error);
     }
     let refuse = |t: &TokenWithSpan, message: &str| {
         let mut error = SqlError::at_token(dialect, sql, t, t.token.to_string());
