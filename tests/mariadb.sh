@@ -25,13 +25,15 @@ MY_BIN="$(command -v mariadbd || echo /usr/sbin/mariadbd)"
 MY_TMP="$(mktemp -d /tmp/liteset-my.XXXXXX)"
 mkdir -p "$MY_TMP/data" "$MY_TMP/files"
 my_stop() {
-    if [[ -f "$MY_TMP/pid" ]]; then
-        kill "$(cat "$MY_TMP/pid")" 2>/dev/null || true
+    local pid
+    pid="$(cat "$MY_TMP/pid" 2>/dev/null || true)"
+    if [[ -n "$pid" ]]; then
+        kill "$pid" 2>/dev/null || true
         for _ in $(seq 1 50); do
-            kill -0 "$(cat "$MY_TMP/pid")" 2>/dev/null || break
+            kill -0 "$pid" 2>/dev/null || break
             sleep 0.1
         done
-        kill -9 "$(cat "$MY_TMP/pid")" 2>/dev/null || true
+        kill -9 "$pid" 2>/dev/null || true
     fi
     rm -rf "$MY_TMP"
 }
@@ -65,6 +67,10 @@ fi
 
 # Passwords with characters that need percent-encoding in a URI (and quoting in SQL).
 mariadb --no-defaults --socket="$MY_TMP/sock" -uroot <<'SQL'
+-- install-db's `test` database is open to every user: not part of these tests.
+DROP DATABASE IF EXISTS test;
+DELETE FROM mysql.db WHERE Db LIKE 'test%';
+FLUSH PRIVILEGES;
 CREATE DATABASE liteset_test CHARACTER SET utf8mb4;
 CREATE USER 'reader'@'127.0.0.1' IDENTIFIED BY 'r3@d:er/p#ss%';
 GRANT SELECT, SHOW VIEW ON liteset_test.* TO 'reader'@'127.0.0.1';

@@ -853,7 +853,11 @@ async fn mysql_catalog_and_queries() {
         vec![
             ("fk_customer", vec!["customer_id".to_owned()], false),
             ("orders_big", vec!["big".to_owned()], true),
-            ("orders_name_day", vec!["name".to_owned(), "day".to_owned()], false),
+            (
+                "orders_name_day",
+                vec!["name".to_owned(), "day".to_owned()],
+                false
+            ),
         ]
     );
     let plain = engines
@@ -1005,7 +1009,10 @@ async fn mysql_catalog_and_queries() {
         "DELETE FROM eng_orders RETURNING id".to_owned(),
         "INSERT INTO eng_customers VALUES (2, 'Eve') RETURNING id".to_owned(),
     ] {
-        let err = engines.execute(&filer, &sql, ro(100)).await.expect_err(&sql);
+        let err = engines
+            .execute(&filer, &sql, ro(100))
+            .await
+            .expect_err(&sql);
         assert_eq!(err, EngineError::NotReadOnly, "{sql}: {err:?}");
     }
     assert!(!std::path::Path::new(&outfile).exists());
@@ -1199,7 +1206,10 @@ async fn mysql_dropped_query_is_killed_in_the_server() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // The pool is usable afterwards.
-    let rs = engines.execute(&s, "SELECT 1", ro(10)).await.expect("after");
+    let rs = engines
+        .execute(&s, "SELECT 1", ro(10))
+        .await
+        .expect("after");
     assert_eq!(rs.rows.len(), 1);
 }
 

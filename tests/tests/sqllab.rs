@@ -864,7 +864,13 @@ async fn mysql_sqllab_datasets_charts_and_stop() {
         let (s, r) = run(&api, rw, sql).await;
         assert_eq!(s, StatusCode::OK, "{sql}: {r}");
     }
-    let ro = add_database(&api, "my_ro", &my.reader_url, json!({"allow_run_async": true})).await;
+    let ro = add_database(
+        &api,
+        "my_ro",
+        &my.reader_url,
+        json!({"allow_run_async": true}),
+    )
+    .await;
 
     // The connection test and the catalog through the API.
     let (s, r) = api
@@ -952,8 +958,7 @@ async fn mysql_sqllab_datasets_charts_and_stop() {
         "{body}"
     );
     assert!(
-        r["query"].as_str().unwrap_or("").contains("`http_sales`")
-            || r["query"].is_null(),
+        r["query"].as_str().unwrap_or("").contains("`http_sales`") || r["query"].is_null(),
         "{body}"
     );
 
@@ -992,9 +997,9 @@ async fn mysql_sqllab_datasets_charts_and_stop() {
             .await;
         assert_ne!(s, StatusCode::OK, "{where_}: {body}");
     }
+    // Dataset SQL: creating one only prepares it (never runs it); what cannot be a query is
+    // refused at once, and a chart on a dataset calling a refused function is refused.
     for sql in [
-        "SELECT LOAD_FILE('/etc/passwd') AS f",
-        "SELECT 1 AS a /*! , LOAD_FILE('/etc/passwd') */",
         "SELECT 1 AS a INTO OUTFILE '/tmp/x'",
         "DELETE FROM http_sales",
     ] {
@@ -1007,6 +1012,32 @@ async fn mysql_sqllab_datasets_charts_and_stop() {
             .await;
         assert_ne!(s, StatusCode::CREATED, "{sql}: {body}");
     }
+    for (name, sql) in [
+        ("evil_file", "SELECT LOAD_FILE('/etc/passwd') AS f"),
+        (
+            "evil_comment",
+            "SELECT 1 AS f /*! , LOAD_FILE('/etc/passwd') */",
+        ),
+    ] {
+        let (s, evil) = api
+            .post(
+                "/api/v1/dataset/",
+                json!({"database": ro, "schema": "liteset_test", "table_name": name, "sql": sql}),
+            )
+            .await;
+        if s == StatusCode::CREATED {
+            let evil = evil["id"].as_i64().unwrap();
+            let (s, body) = api
+                .post(
+                    "/api/v1/chart/data",
+                    json!({"datasource": {"id": evil, "type": "table"},
+                       "queries": [{"columns": ["f"], "row_limit": 10}]}),
+                )
+                .await;
+            assert_ne!(s, StatusCode::OK, "{body}");
+            assert!(!body.to_string().contains("root:x:0"), "{body}");
+        }
+    }
     for sql in [
         "SELECT LOAD_FILE('/etc/passwd')",
         "SELECT `LOAD_FILE`('/etc/passwd')",
@@ -1015,7 +1046,6 @@ async fn mysql_sqllab_datasets_charts_and_stop() {
         "SELECT 'a\\'', LOAD_FILE('/etc/passwd') -- '",
         "SELECT 1 --\u{a0}x, LOAD_FILE('/etc/passwd')\nFROM (SELECT 1 AS `\u{a0}x`) s",
         "SELECT GET_LOCK('x', 1)",
-        "SELECT 1; SELECT 2",
         "HANDLER http_sales OPEN",
         "LOCK TABLES http_sales READ",
         "DO 1",

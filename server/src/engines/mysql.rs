@@ -107,7 +107,10 @@ fn truthy(value: &str) -> bool {
 /// `ssl`/`ssl_mode` (TLS is not built in: `ssl=0`, `ssl_mode=DISABLED`/`PREFERRED` are
 /// accepted and connect without TLS, anything asking for TLS is refused), `connect_timeout`
 /// (seconds); `local_infile` other than off is refused. Others are ignored.
-fn base_opts(uri: &ConnectionUri, options: &EngineOptions) -> Result<(OptsBuilder, Duration), EngineError> {
+fn base_opts(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<(OptsBuilder, Duration), EngineError> {
     let mut connect_timeout = options.connect_timeout;
     for (key, value) in &uri.options {
         match key.as_str() {
@@ -160,17 +163,17 @@ fn base_opts(uri: &ConnectionUri, options: &EngineOptions) -> Result<(OptsBuilde
 /// The one statement that sets a session up (on connect and after every reset).
 fn session_setup(flavor: Flavor, statement_timeout: Duration) -> String {
     let timeout = match flavor {
-        Flavor::MariaDb => format!(
-            "max_statement_time = {}",
-            statement_timeout.as_secs_f64()
-        ),
+        Flavor::MariaDb => format!("max_statement_time = {}", statement_timeout.as_secs_f64()),
         Flavor::MySql => format!("max_execution_time = {}", statement_timeout.as_millis()),
     };
     format!("SET SESSION sql_mode = '{SQL_MODE}', SESSION time_zone = '+00:00', SESSION {timeout}")
 }
 
 /// A lazily connecting pool (no connection is opened until first use).
-pub(crate) fn build_pool(uri: &ConnectionUri, options: &EngineOptions) -> Result<MyPool, EngineError> {
+pub(crate) fn build_pool(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<MyPool, EngineError> {
     let (builder, connect_timeout) = base_opts(uri, options)?;
     let mut options = options.clone();
     options.connect_timeout = connect_timeout;
@@ -202,7 +205,11 @@ async fn probe_flavor(conn: &mut Conn, ctx: &ErrorContext) -> Result<Flavor, Eng
         .await
         .map_err(|e| map_error(&e, ctx))?;
     Ok(
-        if version.unwrap_or_default().to_ascii_lowercase().contains("mariadb") {
+        if version
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+            .contains("mariadb")
+        {
             Flavor::MariaDb
         } else {
             Flavor::MySql
@@ -225,8 +232,12 @@ impl MyPool {
         inner
             .pool
             .get_or_try_init(|| async {
-                let mut conn =
-                    connect(inner.base.clone(), inner.options.connect_timeout, &inner.ctx).await?;
+                let mut conn = connect(
+                    inner.base.clone(),
+                    inner.options.connect_timeout,
+                    &inner.ctx,
+                )
+                .await?;
                 let flavor = probe_flavor(&mut conn, &inner.ctx).await;
                 let _ = conn.disconnect().await;
                 let flavor = flavor?;
@@ -371,7 +382,13 @@ pub(crate) async fn table_metadata(
         })
         .collect();
 
-    let keys: Vec<(String, String, Option<String>, Option<String>, Option<String>)> = conn
+    let keys: Vec<(
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    )> = conn
         .exec(
             "SELECT CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_SCHEMA, \
                     REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME \
@@ -495,7 +512,11 @@ pub fn render_type(column_type: &str) -> String {
     let tail = match tail.find(')') {
         Some(close) if tail.starts_with('(') => {
             let args: Vec<&str> = tail[1..close].split(',').map(str::trim).collect();
-            format!("({}){}", args.join(", "), tail[close + 1..].to_ascii_uppercase())
+            format!(
+                "({}){}",
+                args.join(", "),
+                tail[close + 1..].to_ascii_uppercase()
+            )
         }
         _ => tail.to_ascii_uppercase(),
     };
@@ -568,7 +589,10 @@ fn wire_type_name(col: &mysql_async::Column) -> String {
 /// metadata without running anything). Like PostgreSQL's, the statement must also prepare as
 /// the subquery of `SELECT * FROM (<sql>) AS virtual_table`, which only a query can; and it
 /// must return rows.
-pub(crate) async fn query_columns(pool: &MyPool, sql: &str) -> Result<Vec<ColumnInfo>, EngineError> {
+pub(crate) async fn query_columns(
+    pool: &MyPool,
+    sql: &str,
+) -> Result<Vec<ColumnInfo>, EngineError> {
     let mut conn = pool.get().await?;
     let map = |e: mysql_async::Error| pool.map(&e);
     let stmt = conn.prep(sql).await.map_err(map)?;
@@ -645,7 +669,11 @@ impl Drop for InFlight {
 /// READ ONLY` when asked (where it must also return rows: DDL would commit the transaction
 /// implicitly and run outside it), reading at most `max_rows` rows and at most the pool's
 /// result budget, then `COM_RESET_CONNECTION`.
-pub(crate) async fn execute(pool: &MyPool, sql: &str, opts: ExecOptions) -> Result<ResultSet, EngineError> {
+pub(crate) async fn execute(
+    pool: &MyPool,
+    sql: &str,
+    opts: ExecOptions,
+) -> Result<ResultSet, EngineError> {
     let conn = pool.get().await?;
     let mut flight = InFlight {
         id: conn.id(),
@@ -754,12 +782,16 @@ fn to_cell(v: Value, col: &mysql_async::Column) -> Cell {
         Value::Float(f) => Cell::Float(f.to_string().parse().unwrap_or(f64::from(f))),
         Value::Double(d) => Cell::Float(d),
         Value::Date(y, mo, d, h, mi, s, us) => {
-            let Some(date) = chrono::NaiveDate::from_ymd_opt(i32::from(y), u32::from(mo), u32::from(d))
+            let Some(date) =
+                chrono::NaiveDate::from_ymd_opt(i32::from(y), u32::from(mo), u32::from(d))
             else {
                 // '0000-00-00' and other zero dates: no date at all (mysqlclient gives None).
                 return Cell::Null;
             };
-            if matches!(ty, ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE) {
+            if matches!(
+                ty,
+                ColumnType::MYSQL_TYPE_DATE | ColumnType::MYSQL_TYPE_NEWDATE
+            ) {
                 return Cell::Date(date);
             }
             match date.and_hms_micro_opt(u32::from(h), u32::from(mi), u32::from(s), us) {
@@ -769,16 +801,23 @@ fn to_cell(v: Value, col: &mysql_async::Column) -> Cell {
         }
         Value::Time(neg, days, h, mi, s, us) => {
             if !neg && days == 0 {
-                if let Some(t) =
-                    chrono::NaiveTime::from_hms_micro_opt(u32::from(h), u32::from(mi), u32::from(s), us)
-                {
+                if let Some(t) = chrono::NaiveTime::from_hms_micro_opt(
+                    u32::from(h),
+                    u32::from(mi),
+                    u32::from(s),
+                    us,
+                ) {
                     return Cell::Time(t);
                 }
             }
             // Outside a day (TIME spans ±838 hours): as MySQL prints it.
             let hours = u64::from(days) * 24 + u64::from(h);
             let sign = if neg { "-" } else { "" };
-            let frac = if us > 0 { format!(".{us:06}") } else { String::new() };
+            let frac = if us > 0 {
+                format!(".{us:06}")
+            } else {
+                String::new()
+            };
             Cell::Text(format!("{sign}{hours:02}:{mi:02}:{s:02}{frac}"))
         }
         Value::Bytes(b) => bytes_cell(b, col),
@@ -792,7 +831,9 @@ fn bytes_cell(b: Vec<u8>, col: &mysql_async::Column) -> Cell {
         }
         ColumnType::MYSQL_TYPE_BIT => {
             // Big-endian, at most 64 bits.
-            let v = b.iter().fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
+            let v = b
+                .iter()
+                .fold(0u64, |acc, byte| (acc << 8) | u64::from(*byte));
             match i64::try_from(v) {
                 Ok(i) => Cell::Int(i),
                 Err(_) => Cell::Decimal(v.to_string()),
@@ -879,7 +920,8 @@ pub(crate) fn map_server_error(code: u16, message: &str, ctx: &ErrorContext) -> 
     }
     match code {
         1049 => EngineError::UnknownDatabase {
-            database: quoted_after(message, "Unknown database ").unwrap_or_else(|| ctx.database.clone()),
+            database: quoted_after(message, "Unknown database ")
+                .unwrap_or_else(|| ctx.database.clone()),
         },
         1064 => {
             // Superset's SYNTAX_ERROR_REGEX names MySQL only: MariaDB's text stays as it is.
@@ -1005,7 +1047,10 @@ pub(crate) fn convert_dttm(dt: chrono::NaiveDateTime, target_type: &str) -> Opti
             dt.format("%Y-%m-%d %H:%M:%S%.6f")
         ))
     } else if t.starts_with("date") {
-        Some(format!("STR_TO_DATE('{}', '%Y-%m-%d')", dt.format("%Y-%m-%d")))
+        Some(format!(
+            "STR_TO_DATE('{}', '%Y-%m-%d')",
+            dt.format("%Y-%m-%d")
+        ))
     } else {
         None
     }
@@ -1014,43 +1059,284 @@ pub(crate) fn convert_dttm(dt: chrono::NaiveDateTime, target_type: &str) -> Opti
 /// MySQL 8's and MariaDB's reserved words (SQLAlchemy's `RESERVED_WORDS_MYSQL` and
 /// `RESERVED_WORDS_MARIADB`), lower-case.
 const RESERVED: &[&str] = &[
-    "accessible", "add", "all", "alter", "analyze", "and", "as", "asc", "asensitive", "before",
-    "between", "bigint", "binary", "blob", "both", "by", "call", "cascade", "case", "change",
-    "char", "character", "check", "collate", "column", "condition", "constraint", "continue",
-    "convert", "create", "cross", "cube", "cume_dist", "current_date", "current_role",
-    "current_time", "current_timestamp", "current_user", "cursor", "database", "databases",
-    "day_hour", "day_microsecond", "day_minute", "day_second", "dec", "decimal", "declare",
-    "default", "delayed", "delete", "dense_rank", "desc", "describe", "deterministic",
-    "distinct", "distinctrow", "div", "do_domain_ids", "double", "drop", "dual", "each", "else",
-    "elseif", "empty", "enclosed", "escaped", "except", "exists", "exit", "explain", "false",
-    "fetch", "first_value", "float", "float4", "float8", "for", "force", "foreign", "from",
-    "fulltext", "function", "general", "generated", "get", "grant", "group", "grouping",
-    "groups", "having", "high_priority", "hour_microsecond", "hour_minute", "hour_second", "if",
-    "ignore", "ignore_domain_ids", "ignore_server_ids", "in", "index", "infile", "inner",
-    "inout", "insensitive", "insert", "int", "int1", "int2", "int3", "int4", "int8", "integer",
-    "intersect", "interval", "into", "io_after_gtids", "io_before_gtids", "is", "iterate",
-    "join", "json_table", "key", "keys", "kill", "lag", "last_value", "lateral", "lead",
-    "leading", "leave", "left", "like", "limit", "linear", "lines", "load", "localtime",
-    "localtimestamp", "lock", "long", "longblob", "longtext", "loop", "low_priority",
-    "master_bind", "master_heartbeat_period", "master_ssl_verify_server_cert", "match",
-    "maxvalue", "mediumblob", "mediumint", "mediumtext", "middleint", "minute_microsecond",
-    "minute_second", "mod", "modifies", "natural", "not", "no_write_to_binlog", "nth_value",
-    "ntile", "null", "numeric", "of", "offset", "on", "optimize", "optimizer_costs", "option",
-    "optionally", "or", "order", "out", "outer", "outfile", "over", "page_checksum",
-    "parse_vcol_expr", "partition", "percent_rank", "position", "precision", "primary",
-    "procedure", "purge", "range", "rank", "read", "reads", "read_write", "real", "recursive",
-    "ref_system_id", "references", "regexp", "release", "rename", "repeat", "replace",
-    "require", "resignal", "restrict", "return", "returning", "revoke", "right", "rlike",
-    "row", "row_number", "rows", "schema", "schemas", "second_microsecond", "select",
-    "sensitive", "separator", "set", "show", "signal", "slow", "smallint", "spatial",
-    "specific", "sql", "sql_big_result", "sql_calc_found_rows", "sql_small_result",
-    "sqlexception", "sqlstate", "sqlwarning", "ssl", "starting", "stats_auto_recalc",
-    "stats_persistent", "stats_sample_pages", "stored", "straight_join", "system", "table",
-    "terminated", "then", "tinyblob", "tinyint", "tinytext", "to", "trailing", "trigger",
-    "true", "undo", "union", "unique", "unlock", "unsigned", "update", "usage", "use", "using",
-    "utc_date", "utc_time", "utc_timestamp", "values", "varbinary", "varchar", "varcharacter",
-    "varying", "virtual", "when", "where", "while", "window", "with", "write", "xor",
-    "year_month", "zerofill",
+    "accessible",
+    "add",
+    "all",
+    "alter",
+    "analyze",
+    "and",
+    "as",
+    "asc",
+    "asensitive",
+    "before",
+    "between",
+    "bigint",
+    "binary",
+    "blob",
+    "both",
+    "by",
+    "call",
+    "cascade",
+    "case",
+    "change",
+    "char",
+    "character",
+    "check",
+    "collate",
+    "column",
+    "condition",
+    "constraint",
+    "continue",
+    "convert",
+    "create",
+    "cross",
+    "cube",
+    "cume_dist",
+    "current_date",
+    "current_role",
+    "current_time",
+    "current_timestamp",
+    "current_user",
+    "cursor",
+    "database",
+    "databases",
+    "day_hour",
+    "day_microsecond",
+    "day_minute",
+    "day_second",
+    "dec",
+    "decimal",
+    "declare",
+    "default",
+    "delayed",
+    "delete",
+    "dense_rank",
+    "desc",
+    "describe",
+    "deterministic",
+    "distinct",
+    "distinctrow",
+    "div",
+    "do_domain_ids",
+    "double",
+    "drop",
+    "dual",
+    "each",
+    "else",
+    "elseif",
+    "empty",
+    "enclosed",
+    "escaped",
+    "except",
+    "exists",
+    "exit",
+    "explain",
+    "false",
+    "fetch",
+    "first_value",
+    "float",
+    "float4",
+    "float8",
+    "for",
+    "force",
+    "foreign",
+    "from",
+    "fulltext",
+    "function",
+    "general",
+    "generated",
+    "get",
+    "grant",
+    "group",
+    "grouping",
+    "groups",
+    "having",
+    "high_priority",
+    "hour_microsecond",
+    "hour_minute",
+    "hour_second",
+    "if",
+    "ignore",
+    "ignore_domain_ids",
+    "ignore_server_ids",
+    "in",
+    "index",
+    "infile",
+    "inner",
+    "inout",
+    "insensitive",
+    "insert",
+    "int",
+    "int1",
+    "int2",
+    "int3",
+    "int4",
+    "int8",
+    "integer",
+    "intersect",
+    "interval",
+    "into",
+    "io_after_gtids",
+    "io_before_gtids",
+    "is",
+    "iterate",
+    "join",
+    "json_table",
+    "key",
+    "keys",
+    "kill",
+    "lag",
+    "last_value",
+    "lateral",
+    "lead",
+    "leading",
+    "leave",
+    "left",
+    "like",
+    "limit",
+    "linear",
+    "lines",
+    "load",
+    "localtime",
+    "localtimestamp",
+    "lock",
+    "long",
+    "longblob",
+    "longtext",
+    "loop",
+    "low_priority",
+    "master_bind",
+    "master_heartbeat_period",
+    "master_ssl_verify_server_cert",
+    "match",
+    "maxvalue",
+    "mediumblob",
+    "mediumint",
+    "mediumtext",
+    "middleint",
+    "minute_microsecond",
+    "minute_second",
+    "mod",
+    "modifies",
+    "natural",
+    "not",
+    "no_write_to_binlog",
+    "nth_value",
+    "ntile",
+    "null",
+    "numeric",
+    "of",
+    "offset",
+    "on",
+    "optimize",
+    "optimizer_costs",
+    "option",
+    "optionally",
+    "or",
+    "order",
+    "out",
+    "outer",
+    "outfile",
+    "over",
+    "page_checksum",
+    "parse_vcol_expr",
+    "partition",
+    "percent_rank",
+    "position",
+    "precision",
+    "primary",
+    "procedure",
+    "purge",
+    "range",
+    "rank",
+    "read",
+    "reads",
+    "read_write",
+    "real",
+    "recursive",
+    "ref_system_id",
+    "references",
+    "regexp",
+    "release",
+    "rename",
+    "repeat",
+    "replace",
+    "require",
+    "resignal",
+    "restrict",
+    "return",
+    "returning",
+    "revoke",
+    "right",
+    "rlike",
+    "row",
+    "row_number",
+    "rows",
+    "schema",
+    "schemas",
+    "second_microsecond",
+    "select",
+    "sensitive",
+    "separator",
+    "set",
+    "show",
+    "signal",
+    "slow",
+    "smallint",
+    "spatial",
+    "specific",
+    "sql",
+    "sql_big_result",
+    "sql_calc_found_rows",
+    "sql_small_result",
+    "sqlexception",
+    "sqlstate",
+    "sqlwarning",
+    "ssl",
+    "starting",
+    "stats_auto_recalc",
+    "stats_persistent",
+    "stats_sample_pages",
+    "stored",
+    "straight_join",
+    "system",
+    "table",
+    "terminated",
+    "then",
+    "tinyblob",
+    "tinyint",
+    "tinytext",
+    "to",
+    "trailing",
+    "trigger",
+    "true",
+    "undo",
+    "union",
+    "unique",
+    "unlock",
+    "unsigned",
+    "update",
+    "usage",
+    "use",
+    "using",
+    "utc_date",
+    "utc_time",
+    "utc_timestamp",
+    "values",
+    "varbinary",
+    "varchar",
+    "varcharacter",
+    "varying",
+    "virtual",
+    "when",
+    "where",
+    "while",
+    "window",
+    "with",
+    "write",
+    "xor",
+    "year_month",
+    "zerofill",
 ];
 
 /// Whether SQLAlchemy's MySQL dialect must quote `ident` as a reserved word.
@@ -1092,23 +1378,137 @@ pub const REFUSED_FUNCTIONS: &[&str] = &[
 
 /// MySQL's common built-in functions, for SQL Lab's autocomplete.
 pub const FUNCTION_NAMES: &[&str] = &[
-    "abs", "adddate", "addtime", "avg", "bit_and", "bit_or", "bit_xor", "cast", "ceil",
-    "ceiling", "char_length", "coalesce", "concat", "concat_ws", "convert", "convert_tz",
-    "count", "curdate", "current_date", "current_time", "current_timestamp", "curtime", "date",
-    "date_add", "date_format", "date_sub", "datediff", "day", "dayname", "dayofmonth",
-    "dayofweek", "dayofyear", "dense_rank", "exp", "extract", "field", "find_in_set",
-    "first_value", "floor", "format", "from_unixtime", "greatest", "group_concat", "hex", "hour",
-    "if", "ifnull", "instr", "isnull", "json_extract", "json_unquote", "lag", "last_day",
-    "last_value", "lcase", "lead", "least", "left", "length", "ln", "locate", "log", "log10",
-    "log2", "lower", "lpad", "ltrim", "makedate", "max", "md5", "min", "minute", "mod",
-    "month", "monthname", "now", "ntile", "nullif", "percent_rank", "pi", "pow", "power",
-    "quarter", "rand", "rank", "regexp_replace", "regexp_substr", "repeat", "replace",
-    "reverse", "right", "round", "row_number", "rpad", "rtrim", "second", "sign", "sqrt",
-    "std", "stddev", "stddev_pop", "stddev_samp", "str_to_date", "subdate", "substr",
-    "substring", "substring_index", "sum", "sysdate", "time", "time_format", "timediff",
-    "timestamp", "timestampadd", "timestampdiff", "to_days", "trim", "truncate", "ucase",
-    "unix_timestamp", "upper", "utc_date", "utc_timestamp", "var_pop", "var_samp", "variance",
-    "week", "weekday", "weekofyear", "year", "yearweek",
+    "abs",
+    "adddate",
+    "addtime",
+    "avg",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+    "cast",
+    "ceil",
+    "ceiling",
+    "char_length",
+    "coalesce",
+    "concat",
+    "concat_ws",
+    "convert",
+    "convert_tz",
+    "count",
+    "curdate",
+    "current_date",
+    "current_time",
+    "current_timestamp",
+    "curtime",
+    "date",
+    "date_add",
+    "date_format",
+    "date_sub",
+    "datediff",
+    "day",
+    "dayname",
+    "dayofmonth",
+    "dayofweek",
+    "dayofyear",
+    "dense_rank",
+    "exp",
+    "extract",
+    "field",
+    "find_in_set",
+    "first_value",
+    "floor",
+    "format",
+    "from_unixtime",
+    "greatest",
+    "group_concat",
+    "hex",
+    "hour",
+    "if",
+    "ifnull",
+    "instr",
+    "isnull",
+    "json_extract",
+    "json_unquote",
+    "lag",
+    "last_day",
+    "last_value",
+    "lcase",
+    "lead",
+    "least",
+    "left",
+    "length",
+    "ln",
+    "locate",
+    "log",
+    "log10",
+    "log2",
+    "lower",
+    "lpad",
+    "ltrim",
+    "makedate",
+    "max",
+    "md5",
+    "min",
+    "minute",
+    "mod",
+    "month",
+    "monthname",
+    "now",
+    "ntile",
+    "nullif",
+    "percent_rank",
+    "pi",
+    "pow",
+    "power",
+    "quarter",
+    "rand",
+    "rank",
+    "regexp_replace",
+    "regexp_substr",
+    "repeat",
+    "replace",
+    "reverse",
+    "right",
+    "round",
+    "row_number",
+    "rpad",
+    "rtrim",
+    "second",
+    "sign",
+    "sqrt",
+    "std",
+    "stddev",
+    "stddev_pop",
+    "stddev_samp",
+    "str_to_date",
+    "subdate",
+    "substr",
+    "substring",
+    "substring_index",
+    "sum",
+    "sysdate",
+    "time",
+    "time_format",
+    "timediff",
+    "timestamp",
+    "timestampadd",
+    "timestampdiff",
+    "to_days",
+    "trim",
+    "truncate",
+    "ucase",
+    "unix_timestamp",
+    "upper",
+    "utc_date",
+    "utc_timestamp",
+    "var_pop",
+    "var_samp",
+    "variance",
+    "week",
+    "weekday",
+    "weekofyear",
+    "year",
+    "yearweek",
 ];
 
 #[cfg(test)]
@@ -1234,7 +1634,11 @@ mod tests {
             EngineError::StatementTimeout
         );
         assert_eq!(
-            map_server_error(1792, "Cannot execute statement in a READ ONLY transaction", &c),
+            map_server_error(
+                1792,
+                "Cannot execute statement in a READ ONLY transaction",
+                &c
+            ),
             EngineError::NotReadOnly
         );
     }
@@ -1251,8 +1655,8 @@ mod tests {
             let uri = ConnectionUri::parse(bad).expect("uri");
             assert!(base_opts(&uri, &o).is_err(), "{bad}");
         }
-        let uri = ConnectionUri::parse("mysql://u:p@h/d?charset=utf8mb4&ssl_mode=DISABLED")
-            .expect("uri");
+        let uri =
+            ConnectionUri::parse("mysql://u:p@h/d?charset=utf8mb4&ssl_mode=DISABLED").expect("uri");
         let (b, _) = base_opts(&uri, &o).expect("opts");
         let opts = Opts::from(b);
         assert_eq!(opts.tcp_port(), 3306);
@@ -1268,14 +1672,27 @@ mod tests {
              NO_ENGINE_SUBSTITUTION', SESSION time_zone = '+00:00', SESSION \
              max_statement_time = 1.5"
         );
-        assert!(session_setup(Flavor::MySql, Duration::from_secs(2)).ends_with("max_execution_time = 2000"));
+        assert!(
+            session_setup(Flavor::MySql, Duration::from_secs(2))
+                .ends_with("max_execution_time = 2000")
+        );
     }
 
     #[test]
     fn grains_are_superset_s() {
         assert_eq!(
             TIME_GRAINS.iter().map(|g| g.duration).collect::<Vec<_>>(),
-            ["PT1S", "PT1M", "PT1H", "P1D", "P1W", "P1M", "P3M", "P1Y", "1969-12-29T00:00:00Z/P1W"]
+            [
+                "PT1S",
+                "PT1M",
+                "PT1H",
+                "P1D",
+                "P1W",
+                "P1M",
+                "P3M",
+                "P1Y",
+                "1969-12-29T00:00:00Z/P1W"
+            ]
         );
     }
 }

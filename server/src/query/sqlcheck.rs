@@ -455,8 +455,7 @@ fn mysql_executable_comment(sql: &str) -> Option<usize> {
                 }
             }
             b'-' if b.get(i + 1) == Some(&b'-')
-                && b
-                    .get(i + 2)
+                && b.get(i + 2)
                     .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
             {
                 while i < b.len() && b[i] != b'\n' {
@@ -1721,9 +1720,7 @@ fn skip_trivia(dialect: SqlDialect, text: &str, quotes: bool) -> &str {
         match bytes[i] {
             b'"' | b']' | b'`' if quotes => i += 1,
             // MySQL runs what `/*! … */` and `/*M! … */` hold: code, not trivia.
-            b'/' if mysql
-                && (text[i..].starts_with("/*!") || text[i..].starts_with("/*M!")) =>
-            {
+            b'/' if mysql && (text[i..].starts_with("/*!") || text[i..].starts_with("/*M!")) => {
                 break;
             }
             // MySQL: `--` is a comment only before a space or control character; `#` always.
@@ -3638,7 +3635,10 @@ mod tests {
             );
         }
         // Plain comments stay allowed.
-        assert_eq!(split_statements(MY, "SELECT 1 /* note */ -- x\n# y").map(|s| s.len()), Ok(1));
+        assert_eq!(
+            split_statements(MY, "SELECT 1 /* note */ -- x\n# y").map(|s| s.len()),
+            Ok(1)
+        );
         assert_eq!(
             check_fragment(MY, "SUM(x) /* total */", FragmentKind::Expression),
             Ok(())
@@ -3648,7 +3648,10 @@ mod tests {
     #[test]
     fn mysql_comment_spellings_match_the_server() {
         // `--` without a space is not a comment to MySQL: `1 --1` is `1 - -1`.
-        assert_eq!(functions_called(MY, "SELECT 1 --1, LOAD_FILE('/x')").map(|f| f.contains("load_file")), Ok(true));
+        assert_eq!(
+            functions_called(MY, "SELECT 1 --1, LOAD_FILE('/x')").map(|f| f.contains("load_file")),
+            Ok(true)
+        );
         // sqlparser would take Unicode whitespace after `--` as a comment; MySQL does not.
         for sql in [
             "SELECT 1 --\u{a0}x, LOAD_FILE('/etc/passwd')\nFROM (SELECT 1 AS `\u{a0}x`) s",
@@ -3662,15 +3665,18 @@ mod tests {
         }
         assert!(split_statements(MY, "SELECT\u{a0}1").is_err());
         // `#` comments: what follows on the line is not code, the next line is.
-        let called = functions_called(MY, "SELECT a # LOAD_FILE('/x')\n, SLEEP(1) FROM t")
-            .expect("parses");
+        let called =
+            functions_called(MY, "SELECT a # LOAD_FILE('/x')\n, SLEEP(1) FROM t").expect("parses");
         assert!(called.contains("sleep"), "{called:?}");
         assert!(!called.contains("load_file"), "{called:?}");
         assert_eq!(
             denied_words(MY, "SELECT a # x\n, load_file # y\n ('/x')", &my_denied()),
             Ok(vec!["load_file".to_owned()])
         );
-        assert_eq!(leading_keyword(MY, "# c\n-- c\n/* c */ DELETE FROM t"), "DELETE");
+        assert_eq!(
+            leading_keyword(MY, "# c\n-- c\n/* c */ DELETE FROM t"),
+            "DELETE"
+        );
         assert_eq!(leading_keyword(MY, "/*! DELETE FROM t */"), "");
         assert_eq!(leading_keyword(MY, "--x\nDELETE FROM t"), "");
     }
@@ -3683,10 +3689,13 @@ mod tests {
             ("SELECT \"a\\\"\", SLEEP(10) -- \"", "sleep"),
             ("SELECT 'it\\'s', BENCHMARK(1, 1)", "benchmark"),
         ] {
-            let called = functions_called(MY, sql).unwrap_or_else(|e| panic!("{sql}: {}", e.message()));
+            let called =
+                functions_called(MY, sql).unwrap_or_else(|e| panic!("{sql}: {}", e.message()));
             assert!(called.contains(hidden), "{sql}: {called:?}");
             assert!(
-                !denied_words(MY, sql, &my_denied()).expect("words").is_empty(),
+                !denied_words(MY, sql, &my_denied())
+                    .expect("words")
+                    .is_empty(),
                 "{sql}"
             );
         }
@@ -3700,7 +3709,11 @@ mod tests {
             if ok.is_ok() {
                 // Accepted only as one expression, whose functions the deny-list still sees.
                 let wrapped = format!("SELECT * FROM t WHERE ({fragment}\n)");
-                assert_eq!(split_statements(MY, &wrapped).map(|s| s.len()), Ok(1), "{fragment}");
+                assert_eq!(
+                    split_statements(MY, &wrapped).map(|s| s.len()),
+                    Ok(1),
+                    "{fragment}"
+                );
             }
         }
         assert!(check_fragment(MY, "name = 'x\\') OR (1=1", FragmentKind::Where).is_err());
@@ -3758,8 +3771,17 @@ mod tests {
                 "{sql}: {words:?} {called:?}"
             );
         }
-        assert_eq!(split_statements(MY, "SELECT 1; SELECT 2").map(|s| s.len()), Ok(2));
-        assert_eq!(split_statements(MY, "SELECT ';'; # ;\nSELECT 2").map(|s| s.len()), Ok(2));
-        assert_eq!(split_statements(MY, "SELECT 'a\\';b'").map(|s| s.len()), Ok(1));
+        assert_eq!(
+            split_statements(MY, "SELECT 1; SELECT 2").map(|s| s.len()),
+            Ok(2)
+        );
+        assert_eq!(
+            split_statements(MY, "SELECT ';'; # ;\nSELECT 2").map(|s| s.len()),
+            Ok(2)
+        );
+        assert_eq!(
+            split_statements(MY, "SELECT 'a\\';b'").map(|s| s.len()),
+            Ok(1)
+        );
     }
 }
