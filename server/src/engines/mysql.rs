@@ -382,13 +382,7 @@ pub(crate) async fn table_metadata(
         })
         .collect();
 
-    let keys: Vec<(
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    )> = conn
+    let keys: Vec<KeyColumn> = conn
         .exec(
             "SELECT CONSTRAINT_NAME, COLUMN_NAME, REFERENCED_TABLE_SCHEMA, \
                     REFERENCED_TABLE_NAME, REFERENCED_COLUMN_NAME \
@@ -424,7 +418,7 @@ pub(crate) async fn table_metadata(
         }
     }
     // SQLAlchemy's MySQL dialect reports the primary key without a name.
-    let primary_key = (!pk_columns.is_empty()).then(|| PrimaryKey {
+    let primary_key = (!pk_columns.is_empty()).then_some(PrimaryKey {
         name: None,
         column_names: pk_columns,
     });
@@ -462,6 +456,15 @@ pub(crate) async fn table_metadata(
         comment,
     })
 }
+
+/// A row of `KEY_COLUMN_USAGE`: constraint, column, referred schema, table and column.
+type KeyColumn = (
+    String,
+    String,
+    Option<String>,
+    Option<String>,
+    Option<String>,
+);
 
 /// A column typed by Superset's rules for MySQL.
 fn column(name: String, type_name: String, nullable: bool, comment: Option<String>) -> ColumnInfo {
@@ -800,15 +803,16 @@ fn to_cell(v: Value, col: &mysql_async::Column) -> Cell {
             }
         }
         Value::Time(neg, days, h, mi, s, us) => {
-            if !neg && days == 0 {
-                if let Some(t) = chrono::NaiveTime::from_hms_micro_opt(
+            if !neg
+                && days == 0
+                && let Some(t) = chrono::NaiveTime::from_hms_micro_opt(
                     u32::from(h),
                     u32::from(mi),
                     u32::from(s),
                     us,
-                ) {
-                    return Cell::Time(t);
-                }
+                )
+            {
+                return Cell::Time(t);
             }
             // Outside a day (TIME spans ±838 hours): as MySQL prints it.
             let hours = u64::from(days) * 24 + u64::from(h);
