@@ -522,6 +522,15 @@ pub fn generic_type(type_name: &str) -> Option<GenericType> {
     }
 }
 
+/// [`generic_type`] with the engine's own extra rules (Superset's `column_type_mappings`):
+/// the one place engine-specific type names are classified.
+pub fn generic_type_for(engine: Engine, type_name: &str) -> Option<GenericType> {
+    match engine {
+        Engine::MySql => mysql::generic_type(type_name),
+        _ => generic_type(type_name),
+    }
+}
+
 /// Quotes an identifier for `engine` the way SQLAlchemy does: left bare when it is lowercase
 /// `[a-z_][a-z0-9_$]*` and not a reserved word, otherwise quoted as [`Dialect::quote`] quotes.
 pub fn quote_ident(engine: Engine, ident: &str) -> String {
@@ -586,6 +595,12 @@ pub enum EngineError {
     /// The role does not exist.
     #[error("The username \"{username}\" does not exist.")]
     InvalidUsername {
+        /// The user name tried.
+        username: String,
+    },
+    /// MySQL refused the user name and password together (it does not say which is wrong).
+    #[error("Either the username \"{username}\" or the password is incorrect.")]
+    AccessDenied {
         /// The user name tried.
         username: String,
     },
@@ -696,7 +711,9 @@ impl EngineError {
         match self {
             EngineError::InvalidPassword { .. } => "CONNECTION_INVALID_PASSWORD_ERROR",
             EngineError::InvalidUsername { .. } => "CONNECTION_INVALID_USERNAME_ERROR",
-            EngineError::PasswordRequired => "CONNECTION_ACCESS_DENIED_ERROR",
+            EngineError::PasswordRequired | EngineError::AccessDenied { .. } => {
+                "CONNECTION_ACCESS_DENIED_ERROR"
+            }
             EngineError::UnknownDatabase { .. } => "CONNECTION_UNKNOWN_DATABASE_ERROR",
             EngineError::InvalidHostname { .. } => "CONNECTION_INVALID_HOSTNAME_ERROR",
             EngineError::PortClosed { .. } => "CONNECTION_PORT_CLOSED_ERROR",
@@ -749,7 +766,9 @@ impl EngineError {
     /// Superset's `extra.invalid`: the connection form fields to highlight.
     pub fn invalid(&self) -> &'static [&'static str] {
         match self {
-            EngineError::InvalidPassword { .. } => &["username", "password"],
+            EngineError::InvalidPassword { .. } | EngineError::AccessDenied { .. } => {
+                &["username", "password"]
+            }
             EngineError::InvalidUsername { .. } => &["username"],
             EngineError::PasswordRequired => &["password"],
             EngineError::UnknownDatabase { .. } => &["database"],

@@ -36,6 +36,8 @@
 //! that secrets are not logged), and a test that panics prints them when its server is dropped.
 #![warn(missing_docs)]
 
+pub mod mariadb;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;

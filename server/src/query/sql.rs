@@ -905,6 +905,11 @@ fn build_with(
                         // SQLite's LIKE is already case-insensitive for ASCII.
                         format!("{subject} LIKE {pattern}")
                     }
+                    ("ILIKE", Engine::MySql) => {
+                        // No ILIKE in MySQL: SQLAlchemy's `ilike` renders `lower(x) LIKE
+                        // lower(y)`, case-insensitive whatever the column's collation.
+                        format!("LOWER({subject}) LIKE LOWER({pattern})")
+                    }
                     (op, _) => format!("{subject} {op} {pattern}"),
                 }
             }
