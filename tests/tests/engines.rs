@@ -829,7 +829,7 @@ async fn clickhouse_catalog_and_queries() {
         cols,
         vec![
             ("id", "UInt32", false),
-            ("twice", "Decimal(18, 2)", false),
+            ("twice", "Decimal(10, 2)", false),
             ("d", "Date", true)
         ]
     );

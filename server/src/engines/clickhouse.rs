@@ -197,7 +197,17 @@ impl Inner {
         } else {
             req.sql.to_owned()
         };
-        let mut resp = send(&self.client, &self.target, &params, body).await?;
+        let mut resp = match send(&self.client, &self.target, &params, body).await {
+            Ok(resp) => resp,
+            Err(e) => {
+                // Never connected: nothing runs on the server, and a KILL would only wait
+                // for the same unreachable host.
+                if e.is_connection_error() {
+                    flight.armed = false;
+                }
+                return Err(e);
+            }
+        };
         let status = resp.status();
         if !status.is_success() {
             let text = read_capped(&mut resp, 64 * 1024).await;

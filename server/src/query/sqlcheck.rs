@@ -3493,7 +3493,7 @@ mod tests {
             ("SELECT * FROM (SELECT * FROM file('/etc/passwd', CSV, 'a String'))", "file"),
             ("SELECT a FROM t WHERE a IN (SELECT a FROM remote('h:9000', db.t))", "remote"),
             ("SELECT * FROM t JOIN s3('http://b/k', 'CSV') AS x ON t.a = x.a", "s3"),
-            ("SELECT * FROM t ANY LEFT JOIN mysql('h', 'd', 't', 'u', 'p') USING a", "mysql"),
+            ("SELECT * FROM t LEFT JOIN mysql('h', 'd', 't', 'u', 'p') AS m ON t.a = m.a", "mysql"),
             ("WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x", "executable"),
             ("SELECT * FROM input('a String')", "input"),
             ("SELECT * FROM merge(currentDatabase(), '^t')", "merge"),
