@@ -130,7 +130,10 @@ fn init() -> Result<TestClickHouse, String> {
     let started = Instant::now();
     let servers = start_servers(1, "liteset_single").map_err(|e| format!("{e:#}"))?;
     let http = servers.http[0].clone();
-    let url = format!("clickhousedb://default@127.0.0.1:{}/default", port_of(&http));
+    let url = format!(
+        "clickhousedb://default@127.0.0.1:{}/default",
+        port_of(&http)
+    );
     eprintln!(
         "liteset-tests: started ClickHouse at {url} in {} ms (set LITESET_TEST_CLICKHOUSE_URL to use an existing one)",
         started.elapsed().as_millis()
@@ -159,7 +162,10 @@ impl ChServers {
     pub fn server(&self, i: usize) -> TestClickHouse {
         let http = self.http[i].clone();
         TestClickHouse {
-            url: format!("clickhousedb://default@127.0.0.1:{}/default", port_of(&http)),
+            url: format!(
+                "clickhousedb://default@127.0.0.1:{}/default",
+                port_of(&http)
+            ),
             http,
             _servers: None,
         }
@@ -243,14 +249,16 @@ pub fn start_servers(n: usize, cluster: &str) -> anyhow::Result<ChServers> {
 
     let mut last_error = None;
     for _attempt in 0..3 {
-        let http_ports = (0..n).map(|_| crate::free_port()).collect::<anyhow::Result<Vec<_>>>()?;
-        let tcp_ports = (0..n).map(|_| crate::free_port()).collect::<anyhow::Result<Vec<_>>>()?;
+        let http_ports = (0..n)
+            .map(|_| crate::free_port())
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let tcp_ports = (0..n)
+            .map(|_| crate::free_port())
+            .collect::<anyhow::Result<Vec<_>>>()?;
         let shards: String = tcp_ports
             .iter()
             .map(|p| {
-                format!(
-                    "<shard><replica><host>127.0.0.1</host><port>{p}</port></replica></shard>"
-                )
+                format!("<shard><replica><host>127.0.0.1</host><port>{p}</port></replica></shard>")
             })
             .collect();
         let mut pids = Vec::new();
@@ -263,7 +271,10 @@ pub fn start_servers(n: usize, cluster: &str) -> anyhow::Result<ChServers> {
             fs::write(sdir.join("config.xml"), config)?;
             let log = fs::File::create(sdir.join("stdout.log"))?;
             let child = Command::new(&bin)
-                .arg(format!("--config-file={}", sdir.join("config.xml").display()))
+                .arg(format!(
+                    "--config-file={}",
+                    sdir.join("config.xml").display()
+                ))
                 .current_dir(&sdir)
                 .stdin(Stdio::null())
                 .stdout(log.try_clone()?)
@@ -310,14 +321,7 @@ pub fn start_servers(n: usize, cluster: &str) -> anyhow::Result<ChServers> {
         .context(format!("ClickHouse did not start; logs:\n{logs}")))
 }
 
-fn config_xml(
-    dir: &Path,
-    sdir: &Path,
-    http: u16,
-    tcp: u16,
-    cluster: &str,
-    shards: &str,
-) -> String {
+fn config_xml(dir: &Path, sdir: &Path, http: u16, tcp: u16, cluster: &str, shards: &str) -> String {
     let s = sdir.display();
     format!(
         r#"<?xml version="1.0"?>

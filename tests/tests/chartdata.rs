@@ -497,7 +497,16 @@ async fn golden_chart_data_cases_match_superset() {
 /// SSB-style lineorder rows, deterministic: (id, order date, order time, region, category,
 /// revenue, quantity, discount or NULL).
 #[allow(clippy::type_complexity)]
-fn lineorder_rows() -> Vec<(u32, String, String, &'static str, String, i64, u32, Option<f64>)> {
+fn lineorder_rows() -> Vec<(
+    u32,
+    String,
+    String,
+    &'static str,
+    String,
+    i64,
+    u32,
+    Option<f64>,
+)> {
     const REGIONS: [&str; 5] = ["AMERICA", "ASIA", "EUROPE", "AFRICA", "MIDDLE EAST"];
     let start = chrono::NaiveDate::from_ymd_opt(2023, 1, 1).expect("date");
     (0..3000u32)
@@ -531,7 +540,9 @@ async fn clickhouse_distributed_chart_data_matches_postgres() {
     // ClickHouse: a local table on each shard, the Distributed table on the first server.
     let db = "ssb";
     for http in &cluster.http {
-        exec(http, &format!("CREATE DATABASE IF NOT EXISTS {db}")).await.expect("db");
+        exec(http, &format!("CREATE DATABASE IF NOT EXISTS {db}"))
+            .await
+            .expect("db");
         exec(
             http,
             &format!(
@@ -569,14 +580,19 @@ async fn clickhouse_distributed_chart_data_matches_postgres() {
     )
     .await
     .expect("insert through the Distributed table");
-    let total = exec(first, &format!("SELECT count() FROM {db}.lineorder")).await.expect("count");
+    let total = exec(first, &format!("SELECT count() FROM {db}.lineorder"))
+        .await
+        .expect("count");
     assert_eq!(total.trim(), "3000");
     for http in &cluster.http {
         let local = exec(http, &format!("SELECT count() FROM {db}.lineorder_local"))
             .await
             .expect("local count");
         let n: u32 = local.trim().parse().expect("n");
-        assert!(n > 500 && n < 2500, "each shard holds part of the rows: {n}");
+        assert!(
+            n > 500 && n < 2500,
+            "each shard holds part of the rows: {n}"
+        );
     }
 
     // PostgreSQL: the same rows.
@@ -613,7 +629,11 @@ async fn clickhouse_distributed_chart_data_matches_postgres() {
         .to_owned();
     let mut ids = Vec::new();
     for (name, uri, schema) in [
-        ("ch", format!("clickhousedb://default@127.0.0.1:{port}/{db}"), db),
+        (
+            "ch",
+            format!("clickhousedb://default@127.0.0.1:{port}/{db}"),
+            db,
+        ),
         ("pg", pg_url.clone(), "public"),
     ] {
         let (s, d) = api
@@ -735,6 +755,16 @@ async fn clickhouse_distributed_chart_data_matches_postgres() {
         assert_eq!(s, StatusCode::OK, "{r}");
         answers.push(r["data"].clone());
     }
-    assert_eq!(answers[0].as_array().map(Vec::len), Some(5), "{}", answers[0]);
-    assert!(same(&answers[0], &answers[1]), "{} vs {}", answers[0], answers[1]);
+    assert_eq!(
+        answers[0].as_array().map(Vec::len),
+        Some(5),
+        "{}",
+        answers[0]
+    );
+    assert!(
+        same(&answers[0], &answers[1]),
+        "{} vs {}",
+        answers[0],
+        answers[1]
+    );
 }

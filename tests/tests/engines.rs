@@ -765,7 +765,10 @@ async fn clickhouse_catalog_and_queries() {
     engines.test_connection(&s).await.expect("test_connection");
 
     let schemas = engines.schemas(&s).await.expect("schemas");
-    assert!(schemas.contains(&db) && schemas.contains(&"default".to_owned()), "{schemas:?}");
+    assert!(
+        schemas.contains(&db) && schemas.contains(&"default".to_owned()),
+        "{schemas:?}"
+    );
     assert!(!schemas.iter().any(|s| s == "system"), "{schemas:?}");
 
     let tables = engines.tables(&s, &db).await.expect("tables");
@@ -815,10 +818,18 @@ async fn clickhouse_catalog_and_queries() {
         .table_metadata(&s, Some(&db), "nope")
         .await
         .expect_err("missing table");
-    assert_eq!(err, EngineError::TableNotFound { table: "nope".into() });
+    assert_eq!(
+        err,
+        EngineError::TableNotFound {
+            table: "nope".into()
+        }
+    );
 
     let cols = engines
-        .query_columns(&s, "SELECT id, amount * 2 AS twice, toDate(created) AS d FROM orders")
+        .query_columns(
+            &s,
+            "SELECT id, amount * 2 AS twice, toDate(created) AS d FROM orders",
+        )
         .await
         .expect("query columns");
     let cols: Vec<(&str, &str, bool)> = cols
@@ -840,7 +851,12 @@ async fn clickhouse_catalog_and_queries() {
             "{bad}"
         );
     }
-    assert!(engines.query_columns(&s, "SELECT 1; SELECT 2").await.is_err());
+    assert!(
+        engines
+            .query_columns(&s, "SELECT 1; SELECT 2")
+            .await
+            .is_err()
+    );
 
     // Values decoded by type, escapes undone.
     let rs = engines
@@ -906,15 +922,22 @@ async fn clickhouse_catalog_and_queries() {
         .expect_err("table function");
     assert!(matches!(err, EngineError::Refused { .. }), "{err:?}");
     let err = engines
-        .execute(&s, "SELECT * FROM url('http://127.0.0.1:1/', CSV, 'a String')", RO)
+        .execute(
+            &s,
+            "SELECT * FROM url('http://127.0.0.1:1/', CSV, 'a String')",
+            RO,
+        )
         .await
         .expect_err("url");
     assert!(matches!(err, EngineError::Refused { .. }), "{err:?}");
     // A FORMAT of its own cannot change what we parse.
-    assert!(engines.execute(&s, "SELECT 1 FORMAT JSON", RO).await.is_err());
-    let rows = ch
-        .exec(&format!("SELECT count() FROM {db}.orders"))
-        .await;
+    assert!(
+        engines
+            .execute(&s, "SELECT 1 FORMAT JSON", RO)
+            .await
+            .is_err()
+    );
+    let rows = ch.exec(&format!("SELECT count() FROM {db}.orders")).await;
     assert_eq!(rows.trim(), "3");
 
     // Errors.
@@ -966,7 +989,11 @@ async fn clickhouse_budget_and_pool() {
     let engines = Engines::new(tight, liteset::engines::ConnectionGuard::unrestricted());
     let s = spec(2, ch.url());
     let err = engines
-        .execute(&s, "SELECT repeat('x', 1000) FROM system.numbers LIMIT 100000", RO)
+        .execute(
+            &s,
+            "SELECT repeat('x', 1000) FROM system.numbers LIMIT 100000",
+            RO,
+        )
         .await
         .expect_err("too large");
     assert_eq!(err, EngineError::ResultTooLarge { limit: 64 * 1024 });
@@ -989,7 +1016,10 @@ async fn clickhouse_budget_and_pool() {
     running.abort();
     wait_gone(&marker).await;
     // The permit came back.
-    engines.execute(&s, "SELECT 1", RO).await.expect("free again");
+    engines
+        .execute(&s, "SELECT 1", RO)
+        .await
+        .expect("free again");
 }
 
 /// Waits until no query holding `marker` is in `system.processes` (at most 2 s), and panics
@@ -1060,7 +1090,11 @@ async fn clickhouse_queries_are_killed_on_drop_and_deadline() {
         .await
         .expect_err("deadline");
     assert_eq!(err, EngineError::StatementTimeout);
-    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     wait_gone(&marker).await;
 }
 
@@ -1084,7 +1118,10 @@ async fn clickhouse_connection_errors() {
     );
     assert_no_password(&err);
     let err = engines
-        .test_connection(&spec(4, &format!("clickhousedb://nobody@127.0.0.1:{port}/default")))
+        .test_connection(&spec(
+            4,
+            &format!("clickhousedb://nobody@127.0.0.1:{port}/default"),
+        ))
         .await
         .expect_err("unknown user");
     assert_eq!(
@@ -1094,7 +1131,10 @@ async fn clickhouse_connection_errors() {
         }
     );
     let err = engines
-        .test_connection(&spec(4, &format!("clickhousedb://default@127.0.0.1:{port}/nodb")))
+        .test_connection(&spec(
+            4,
+            &format!("clickhousedb://default@127.0.0.1:{port}/nodb"),
+        ))
         .await
         .expect_err("unknown database");
     assert_eq!(
@@ -1123,7 +1163,10 @@ async fn clickhouse_connection_errors() {
     );
     assert_no_password(&err);
     let err = engines
-        .test_connection(&spec(4, "clickhousedb://default@no-such-host.invalid:8123/default"))
+        .test_connection(&spec(
+            4,
+            "clickhousedb://default@no-such-host.invalid:8123/default",
+        ))
         .await
         .expect_err("bad host");
     assert_eq!(

@@ -825,8 +825,20 @@ async fn sqllab_on_clickhouse() {
     .await;
     let server = TestServer::builder().start().await.unwrap();
     let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
-    let ro = add_database(&api, "ch", &ch.url_for("default", None, &db), json!({"allow_run_async": true})).await;
-    let rw = add_database(&api, "ch_rw", &ch.url_for("default", None, &db), json!({"allow_dml": true})).await;
+    let ro = add_database(
+        &api,
+        "ch",
+        &ch.url_for("default", None, &db),
+        json!({"allow_run_async": true}),
+    )
+    .await;
+    let rw = add_database(
+        &api,
+        "ch_rw",
+        &ch.url_for("default", None, &db),
+        json!({"allow_dml": true}),
+    )
+    .await;
 
     let (s, r) = run(
         &api,
@@ -843,7 +855,10 @@ async fn sqllab_on_clickhouse() {
         "{r}"
     );
     let (s, r) = run(&api, ro, "SELECT note FROM sales WHERE id = 2").await;
-    assert_eq!((s, r["data"].clone()), (StatusCode::OK, json!([{"note": "it's"}])));
+    assert_eq!(
+        (s, r["data"].clone()),
+        (StatusCode::OK, json!([{"note": "it's"}]))
+    );
 
     // Writes are refused without allow_dml (by parsing), and by the server's readonly=1.
     for sql in [
@@ -884,7 +899,12 @@ async fn sqllab_on_clickhouse() {
         }
     }
     // DML when allowed.
-    let (s, r) = run(&api, rw, "INSERT INTO sales (id, region) VALUES (9, 'east')").await;
+    let (s, r) = run(
+        &api,
+        rw,
+        "INSERT INTO sales (id, region) VALUES (9, 'east')",
+    )
+    .await;
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(
         ch.exec(&format!("SELECT region FROM {db}.sales WHERE id = 9"))
@@ -930,10 +950,16 @@ async fn sqllab_on_clickhouse() {
     // Hostile chart fragments: a metric calling a table function, a WHERE leaving its
     // parentheses, SETTINGS in a fragment.
     for (metric, where_) in [
-        (json!({"expressionType": "SQL", "sqlExpression": "(SELECT count() FROM url('http://127.0.0.1:1/', CSV, 'a String'))", "label": "m"}), ""),
+        (
+            json!({"expressionType": "SQL", "sqlExpression": "(SELECT count() FROM url('http://127.0.0.1:1/', CSV, 'a String'))", "label": "m"}),
+            "",
+        ),
         (json!("count"), "1 = 1) OR (1 = 1"),
         (json!("count"), "1 = 1 SETTINGS readonly = 0"),
-        (json!({"expressionType": "SQL", "sqlExpression": "count() FORMAT JSON", "label": "m"}), ""),
+        (
+            json!({"expressionType": "SQL", "sqlExpression": "count() FORMAT JSON", "label": "m"}),
+            "",
+        ),
     ] {
         let (s, r) = api
             .post(
@@ -979,5 +1005,8 @@ async fn sqllab_on_clickhouse() {
         eventually(Duration::from_secs(2), || async { running().await == "0" }).await,
         "the stopped query still runs in ClickHouse"
     );
-    eprintln!("stopped query gone from system.processes after {:?}", stopped.elapsed());
+    eprintln!(
+        "stopped query gone from system.processes after {:?}",
+        stopped.elapsed()
+    );
 }

@@ -85,9 +85,7 @@ impl Target {
             }
         }
         let host = uri.host.clone().unwrap_or_else(|| "localhost".to_owned());
-        let port = uri
-            .port
-            .unwrap_or(if https { 8443 } else { DEFAULT_PORT });
+        let port = uri.port.unwrap_or(if https { 8443 } else { DEFAULT_PORT });
         let shown_host = if host.contains(':') {
             format!("[{host}]")
         } else {
@@ -120,7 +118,10 @@ fn client(options: &EngineOptions) -> Result<reqwest::Client, EngineError> {
 }
 
 /// A lazily connecting pool (no connection is opened until first use).
-pub(crate) fn build_pool(uri: &ConnectionUri, options: &EngineOptions) -> Result<ChPool, EngineError> {
+pub(crate) fn build_pool(
+    uri: &ConnectionUri,
+    options: &EngineOptions,
+) -> Result<ChPool, EngineError> {
     Ok(ChPool {
         inner: Arc::new(Inner {
             client: client(options)?,
@@ -216,7 +217,10 @@ impl Inner {
         }
         let mut reader = TsvReader::new(Budget::new(self.max_result_bytes), req.max_rows);
         loop {
-            let chunk = resp.chunk().await.map_err(|e| map_http_error(&e, &self.target))?;
+            let chunk = resp
+                .chunk()
+                .await
+                .map_err(|e| map_http_error(&e, &self.target))?;
             let Some(chunk) = chunk else { break };
             if reader.feed(&chunk)? {
                 // Enough rows: stop reading; the caller kills the rest.
@@ -243,10 +247,7 @@ async fn send(
     if let Some(password) = &target.password {
         request = request.header("X-ClickHouse-Key", password);
     }
-    request
-        .send()
-        .await
-        .map_err(|e| map_http_error(&e, target))
+    request.send().await.map_err(|e| map_http_error(&e, target))
 }
 
 /// At most `cap` bytes of an (error) body, as text.
@@ -372,11 +373,19 @@ impl TsvReader {
                 self.trailing_error = Some(text.into_owned());
                 return Ok(false);
             }
-            self.names = Some(split_fields(&text).into_iter().map(|f| unescape(&f)).collect());
+            self.names = Some(
+                split_fields(&text)
+                    .into_iter()
+                    .map(|f| unescape(&f))
+                    .collect(),
+            );
             return Ok(false);
         }
         if self.types.is_none() {
-            let names: Vec<String> = split_fields(&text).into_iter().map(|f| unescape(&f)).collect();
+            let names: Vec<String> = split_fields(&text)
+                .into_iter()
+                .map(|f| unescape(&f))
+                .collect();
             self.types = Some(names.iter().map(|t| ChType::parse(t)).collect());
             self.type_names = names;
             return Ok(false);
@@ -414,7 +423,12 @@ impl TsvReader {
         let names = self.names.unwrap_or_default();
         let columns = names
             .into_iter()
-            .zip(self.type_names.iter().cloned().chain(std::iter::repeat(String::new())))
+            .zip(
+                self.type_names
+                    .iter()
+                    .cloned()
+                    .chain(std::iter::repeat(String::new())),
+            )
             .map(|(name, type_name)| ResultColumn { name, type_name })
             .collect();
         ResultSet {
@@ -537,7 +551,9 @@ impl ChType {
             ChType::Decimal => Cell::Decimal(raw.to_owned()),
             ChType::Date => {
                 if raw == "0000-00-00" {
-                    return Cell::Date(chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default());
+                    return Cell::Date(
+                        chrono::NaiveDate::from_ymd_opt(1970, 1, 1).unwrap_or_default(),
+                    );
                 }
                 chrono::NaiveDate::parse_from_str(raw, "%Y-%m-%d")
                     .map(Cell::Date)
@@ -608,7 +624,12 @@ pub fn generic_type(type_name: &str) -> Option<GenericType> {
     }
 }
 
-fn column_info(name: String, type_name: String, nullable: bool, comment: Option<String>) -> ColumnInfo {
+fn column_info(
+    name: String,
+    type_name: String,
+    nullable: bool,
+    comment: Option<String>,
+) -> ColumnInfo {
     let generic = generic_type(&type_name).unwrap_or(GenericType::String);
     ColumnInfo {
         name,
@@ -630,7 +651,9 @@ fn map_http_error(error: &reqwest::Error, target: &Target) -> EngineError {
             use std::io::ErrorKind;
             match io.kind() {
                 ErrorKind::ConnectionRefused => return EngineError::PortClosed { host, port },
-                ErrorKind::TimedOut | ErrorKind::HostUnreachable | ErrorKind::NetworkUnreachable => {
+                ErrorKind::TimedOut
+                | ErrorKind::HostUnreachable
+                | ErrorKind::NetworkUnreachable => {
                     return EngineError::HostDown { host, port };
                 }
                 _ => {}
@@ -683,7 +706,9 @@ fn map_exception_text(text: &str, target: Option<&Target>) -> EngineError {
                 .or_else(|| between(&message, "Database ", " does not exist"))
                 .map(|d| d.trim_matches('`').to_owned());
             match (name, target.and_then(|t| t.database.clone())) {
-                (Some(name), Some(own)) if name == own => EngineError::UnknownDatabase { database: own },
+                (Some(name), Some(own)) if name == own => {
+                    EngineError::UnknownDatabase { database: own }
+                }
                 (Some(name), _) => EngineError::SchemaNotFound { schema: name },
                 (None, Some(own)) => EngineError::UnknownDatabase { database: own },
                 (None, None) => EngineError::other(message),
@@ -887,7 +912,8 @@ pub(crate) async fn table_metadata(
         if matches!(r.get(3), Some(Cell::Int(1))) {
             key.push(name.clone());
         }
-        let nullable = type_name.starts_with("Nullable(") || type_name.starts_with("LowCardinality(Nullable(");
+        let nullable =
+            type_name.starts_with("Nullable(") || type_name.starts_with("LowCardinality(Nullable(");
         columns.push(column_info(name, type_name, nullable, comment));
     }
     Ok(TableMetadata {
@@ -937,7 +963,10 @@ fn returns_rows(sql: &str) -> bool {
 
 /// The result columns of one read-only query, found by `DESCRIBE TABLE (<sql>)` under
 /// `readonly=1`: the server analyses the query without running it.
-pub(crate) async fn query_columns(pool: &ChPool, sql: &str) -> Result<Vec<ColumnInfo>, EngineError> {
+pub(crate) async fn query_columns(
+    pool: &ChPool,
+    sql: &str,
+) -> Result<Vec<ColumnInfo>, EngineError> {
     if !matches!(leading_keyword(sql).as_str(), "SELECT" | "WITH" | "(") {
         return Err(EngineError::NotReadOnly);
     }
@@ -953,7 +982,11 @@ pub(crate) async fn query_columns(pool: &ChPool, sql: &str) -> Result<Vec<Column
 /// Runs one statement (see [`super::Engines::execute`]): with `readonly=1` when asked, reading
 /// at most `max_rows` rows and at most the pool's result budget; killed inside ClickHouse when
 /// the future is dropped or reading stops early.
-pub(crate) async fn execute(pool: &ChPool, sql: &str, opts: ExecOptions) -> Result<ResultSet, EngineError> {
+pub(crate) async fn execute(
+    pool: &ChPool,
+    sql: &str,
+    opts: ExecOptions,
+) -> Result<ResultSet, EngineError> {
     pool.inner
         .run(Request {
             sql,
@@ -1210,7 +1243,10 @@ mod tests {
     #[test]
     fn convert_dttm_matches_superset() {
         let d = dt("2024-03-05 06:07:08");
-        assert_eq!(convert_dttm(d, "Date").as_deref(), Some("toDate('2024-03-05')"));
+        assert_eq!(
+            convert_dttm(d, "Date").as_deref(),
+            Some("toDate('2024-03-05')")
+        );
         assert_eq!(
             convert_dttm(d, "DateTime").as_deref(),
             Some("toDateTime('2024-03-05 06:07:08')")
@@ -1294,40 +1330,64 @@ mod tests {
             .expect("target");
         let e = |s: &str| map_server_error(s, &t);
         assert_eq!(
-            e("Code: 193, e.displayText() = DB::Exception: Wrong password for user bob, e.what() = DB::Exception"),
-            EngineError::InvalidPassword { username: "bob".into() }
+            e(
+                "Code: 193, e.displayText() = DB::Exception: Wrong password for user bob, e.what() = DB::Exception"
+            ),
+            EngineError::InvalidPassword {
+                username: "bob".into()
+            }
         );
         assert_eq!(
-            e("Code: 60, e.displayText() = DB::Exception: Table default.nosuch doesn't exist., e.what() = DB::Exception"),
-            EngineError::TableNotFound { table: "default.nosuch".into() }
+            e(
+                "Code: 60, e.displayText() = DB::Exception: Table default.nosuch doesn't exist., e.what() = DB::Exception"
+            ),
+            EngineError::TableNotFound {
+                table: "default.nosuch".into()
+            }
         );
         assert_eq!(
-            e("Code: 81. DB::Exception: Database db doesn't exist. (UNKNOWN_DATABASE) (version 24.1)"),
-            EngineError::UnknownDatabase { database: "db".into() }
+            e(
+                "Code: 81. DB::Exception: Database db doesn't exist. (UNKNOWN_DATABASE) (version 24.1)"
+            ),
+            EngineError::UnknownDatabase {
+                database: "db".into()
+            }
         );
         assert_eq!(
-            e("Code: 62, e.displayText() = DB::Exception: Syntax error (Multi-statements are not allowed): failed at position 9, e.what() = DB::Exception"),
+            e(
+                "Code: 62, e.displayText() = DB::Exception: Syntax error (Multi-statements are not allowed): failed at position 9, e.what() = DB::Exception"
+            ),
             EngineError::MultipleStatements
         );
         assert_eq!(
-            e("Code: 159, e.displayText() = DB::Exception: Timeout exceeded: elapsed 1.0 seconds, e.what() = DB::Exception"),
+            e(
+                "Code: 159, e.displayText() = DB::Exception: Timeout exceeded: elapsed 1.0 seconds, e.what() = DB::Exception"
+            ),
             EngineError::StatementTimeout
         );
         assert!(matches!(
-            e("Code: 164, e.displayText() = DB::Exception: Table functions are forbidden in readonly mode, e.what() = DB::Exception"),
+            e(
+                "Code: 164, e.displayText() = DB::Exception: Table functions are forbidden in readonly mode, e.what() = DB::Exception"
+            ),
             EngineError::Refused { .. }
         ));
     }
 
     #[test]
     fn https_from_driver_or_options() {
-        let t = |u: &str| Target::new(&ConnectionUri::parse(u).expect("uri")).expect("t").base;
+        let t = |u: &str| {
+            Target::new(&ConnectionUri::parse(u).expect("uri"))
+                .expect("t")
+                .base
+        };
         assert_eq!(t("clickhousedb://u@h/db"), "http://h:8123/");
         assert_eq!(t("clickhousedb://u@h/db?secure=true"), "https://h:8443/");
         assert_eq!(t("clickhouse+https://u@h:9000/db"), "https://h:9000/");
         assert_eq!(t("clickhousedb://u@h:1/db?protocol=https"), "https://h:1/");
-        let t = Target::new(&ConnectionUri::parse("clickhousedb+connect://u@h/__default__").expect("uri"))
-            .expect("t");
+        let t = Target::new(
+            &ConnectionUri::parse("clickhousedb+connect://u@h/__default__").expect("uri"),
+        )
+        .expect("t");
         assert_eq!(t.database, None);
     }
 }

@@ -3471,10 +3471,19 @@ mod tests {
     const CH: SqlDialect = SqlDialect::ClickHouse;
 
     fn ch_refused() -> BTreeSet<String> {
-        ["url", "file", "remote", "s3", "mysql", "executable", "input", "merge"]
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect()
+        [
+            "url",
+            "file",
+            "remote",
+            "s3",
+            "mysql",
+            "executable",
+            "input",
+            "merge",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
     }
 
     /// The name a check sees must be the one ClickHouse calls, however the table function is
@@ -3487,23 +3496,57 @@ mod tests {
             ("SELECT * FROM `url`('http://x/', CSV, 'a String')", "url"),
             ("SELECT * FROM \"url\"('http://x/', CSV, 'a String')", "url"),
             ("SELECT * FROM url ('http://x/', CSV, 'a String')", "url"),
-            ("SELECT * FROM url /* c */ ('http://x/', CSV, 'a String')", "url"),
-            ("SELECT * FROM url -- c\n ('http://x/', CSV, 'a String')", "url"),
-            ("SELECT * FROM default.url('http://x/', CSV, 'a String')", "url"),
-            ("SELECT * FROM (SELECT * FROM file('/etc/passwd', CSV, 'a String'))", "file"),
-            ("SELECT a FROM t WHERE a IN (SELECT a FROM remote('h:9000', db.t))", "remote"),
-            ("SELECT * FROM t JOIN s3('http://b/k', 'CSV') AS x ON t.a = x.a", "s3"),
-            ("SELECT * FROM t LEFT JOIN mysql('h', 'd', 't', 'u', 'p') AS m ON t.a = m.a", "mysql"),
-            ("WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x", "executable"),
+            (
+                "SELECT * FROM url /* c */ ('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM url -- c\n ('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM default.url('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM (SELECT * FROM file('/etc/passwd', CSV, 'a String'))",
+                "file",
+            ),
+            (
+                "SELECT a FROM t WHERE a IN (SELECT a FROM remote('h:9000', db.t))",
+                "remote",
+            ),
+            (
+                "SELECT * FROM t JOIN s3('http://b/k', 'CSV') AS x ON t.a = x.a",
+                "s3",
+            ),
+            (
+                "SELECT * FROM t LEFT JOIN mysql('h', 'd', 't', 'u', 'p') AS m ON t.a = m.a",
+                "mysql",
+            ),
+            (
+                "WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x",
+                "executable",
+            ),
             ("SELECT * FROM input('a String')", "input"),
             ("SELECT * FROM merge(currentDatabase(), '^t')", "merge"),
-            ("SELECT (SELECT count() FROM url('http://x/', CSV, 'a String'))", "url"),
-            ("SELECT * FROM t UNION ALL SELECT * FROM url('http://x/', CSV, 'a String')", "url"),
+            (
+                "SELECT (SELECT count() FROM url('http://x/', CSV, 'a String'))",
+                "url",
+            ),
+            (
+                "SELECT * FROM t UNION ALL SELECT * FROM url('http://x/', CSV, 'a String')",
+                "url",
+            ),
         ];
         for (sql, name) in cases {
             let called = functions_called(CH, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
             assert!(called.contains(name), "{sql}: {called:?}");
-            assert_eq!(disallowed(called, &ch_refused()), vec![name.to_owned()], "{sql}");
+            assert_eq!(
+                disallowed(called, &ch_refused()),
+                vec![name.to_owned()],
+                "{sql}"
+            );
         }
     }
 
@@ -3528,10 +3571,16 @@ mod tests {
         }
         // Unterminated under nesting, a call under 18.16's reading.
         let sql = "SELECT 1 /* /* */ , url /* */ ('http://x/', CSV, 'a String')";
-        assert_eq!(denied_words(CH, sql, &ch_refused()).expect("w"), vec!["url".to_owned()]);
+        assert_eq!(
+            denied_words(CH, sql, &ch_refused()).expect("w"),
+            vec!["url".to_owned()]
+        );
         // `#` starts a comment in current ClickHouse.
         let sql = "SELECT * FROM url # c\n ('http://x/', CSV, 'a String')";
-        assert_eq!(denied_words(CH, sql, &ch_refused()).expect("w"), vec!["url".to_owned()]);
+        assert_eq!(
+            denied_words(CH, sql, &ch_refused()).expect("w"),
+            vec!["url".to_owned()]
+        );
         // Backslash escapes in string literals are read as ClickHouse reads them.
         let sql = "SELECT 'it\\'s', url('http://x/', CSV, 'a String')";
         assert!(functions_called(CH, sql).expect("parse").contains("url"));
@@ -3555,12 +3604,17 @@ mod tests {
         ] {
             assert!(is_mutating(CH, sql).unwrap_or(true), "{sql}");
         }
-        assert_eq!(split_statements(CH, "SELECT 1; SELECT 2").expect("p").len(), 2);
+        assert_eq!(
+            split_statements(CH, "SELECT 1; SELECT 2").expect("p").len(),
+            2
+        );
         assert!(
             check_fragment(CH, "1) OR (1", FragmentKind::Where).is_err(),
             "a fragment cannot leave its parentheses"
         );
-        assert!(check_fragment(CH, "sum(x) SETTINGS readonly = 0", FragmentKind::Expression).is_err());
+        assert!(
+            check_fragment(CH, "sum(x) SETTINGS readonly = 0", FragmentKind::Expression).is_err()
+        );
         assert!(check_fragment(CH, "x = 1 FORMAT JSON", FragmentKind::Where).is_err());
         assert_eq!(
             functions_called(CH, "SELECT sum(x) FROM t").expect("p"),

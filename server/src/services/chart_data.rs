@@ -669,7 +669,10 @@ impl<'a> Run<'a> {
             .remember_context(&fetched.key, self.raw.clone())
             .await;
         let sql_rowcount = fetched.outcome.rows.rows.len();
-        let mut frame = Frame::new(plan.relabel((*fetched.outcome.rows).clone()), &plan.temporal);
+        let mut frame = Frame::new(
+            plan.relabel((*fetched.outcome.rows).clone()),
+            &plan.temporal,
+        );
         let mut query_text = format!("{};\n\n", plan.sql);
         let runs_pp = matches!(
             kind,
