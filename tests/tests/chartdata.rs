@@ -547,7 +547,7 @@ async fn clickhouse_distributed_chart_data_matches_postgres() {
             http,
             &format!(
                 "CREATE TABLE {db}.lineorder_local (id UInt32, lo_orderdate Date, \
-                 lo_orderts DateTime, c_region String, p_category LowCardinality(String), \
+                 lo_orderts DateTime, c_region String, p_category String, \
                  lo_revenue Int64, lo_quantity UInt32, lo_discount Nullable(Float64)) \
                  ENGINE = MergeTree ORDER BY id"
             ),

@@ -732,7 +732,7 @@ async fn ch_fixture() -> String {
             tags Array(String), \
             big UInt64, \
             code FixedString(3), \
-            kind LowCardinality(String)\
+            kind String\
          ) ENGINE = MergeTree ORDER BY id"
     ))
     .await;
@@ -808,7 +808,7 @@ async fn clickhouse_catalog_and_queries() {
             ("tags", "Array(String)", String, false),
             ("big", "UInt64", Numeric, false),
             ("code", "FixedString(3)", String, false),
-            ("kind", "LowCardinality(String)", String, false),
+            ("kind", "String", String, false),
         ]
     );
     assert!(md.columns[3].is_dttm && md.columns[4].is_dttm);
@@ -991,7 +991,10 @@ async fn clickhouse_budget_and_pool() {
     let err = engines
         .execute(
             &s,
-            "SELECT repeat('x', 1000) FROM system.numbers LIMIT 100000",
+            &format!(
+                "SELECT '{}' AS s FROM system.numbers LIMIT 100000",
+                "x".repeat(1000)
+            ),
             RO,
         )
         .await
@@ -1001,7 +1004,7 @@ async fn clickhouse_budget_and_pool() {
     // One query at a time: the second waits pool_wait, then fails.
     let marker = uuid::Uuid::new_v4().simple().to_string();
     let long = format!(
-        "SELECT count() /* {marker} */ FROM system.numbers WHERE sleepEachRow(0.00004) = 0"
+        "SELECT count() /* {marker} */ FROM system.numbers WHERE sleepEachRow(0.000005) = 0"
     );
     let e2 = engines.clone();
     let s2 = s.clone();
@@ -1070,7 +1073,9 @@ async fn clickhouse_queries_are_killed_on_drop_and_deadline() {
     let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
     let s = spec(3, ch.url());
     let long = |marker: &str| {
-        format!("SELECT count() /* {marker} */ FROM system.numbers WHERE sleepEachRow(0.00004) = 0")
+        format!(
+            "SELECT count() /* {marker} */ FROM system.numbers WHERE sleepEachRow(0.000005) = 0"
+        )
     };
 
     // Dropped mid-statement.

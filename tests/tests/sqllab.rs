@@ -979,7 +979,7 @@ async fn sqllab_on_clickhouse() {
             "/api/v1/sqllab/execute/",
             json!({"database_id": ro, "client_id": "chstop1", "runAsync": true,
                    "sql": format!("SELECT count() AS {marker}_n FROM system.numbers \
-                                   WHERE sleepEachRow(0.00004) = 0")}),
+                                   WHERE sleepEachRow(0.000005) = 0")}),
         )
         .await;
     assert_eq!(s, StatusCode::ACCEPTED, "{r}");
