@@ -1119,6 +1119,18 @@ impl Dialect {
         }
     }
 
+    /// The alias a query's output column is given for `label` (unquoted). ClickHouse resolves
+    /// a name in WHERE, GROUP BY and ORDER BY to a select-list alias before a column, so
+    /// `toStartOfMonth(d) AS d … WHERE d >= …` would filter the truncated value: as Superset's
+    /// `ClickHouseConnectEngineSpec._mutate_label` does, labels get a suffix there
+    /// (`label_<md5[:6]>`) and the rows are renamed back. Other engines keep the label.
+    pub fn label(self, label: &str) -> String {
+        match self.engine {
+            Engine::ClickHouse => clickhouse::mutate_label(label),
+            Engine::Postgres | Engine::Sqlite | Engine::MySql => label.to_owned(),
+        }
+    }
+
     /// The grains the engine supports, in Superset's display order.
     pub fn time_grains(self) -> &'static [TimeGrain] {
         match self.engine {

@@ -49,6 +49,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+pub mod clickhouse;
+
 #[doc(hidden)]
 pub use paste as __paste;
 

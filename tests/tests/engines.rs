@@ -1289,3 +1289,480 @@ async fn mysql_connection_errors() {
         .expect_err("tls refused");
     assert!(err.message().contains("TLS"), "{}", err.message());
 }
+
+// ---------------------------------------------------------------------------------------------
+// ClickHouse (the server tests/run starts, or one started by the harness)
+// ---------------------------------------------------------------------------------------------
+
+use liteset::engines::{Cell, ExecOptions};
+use liteset_tests::clickhouse::{CH_PASSWORD, clickhouse};
+
+const RO: ExecOptions = ExecOptions {
+    read_only: true,
+    max_rows: 1000,
+};
+
+/// A database with a table (every type family), a view and a materialized view.
+async fn ch_fixture() -> String {
+    let ch = clickhouse().await;
+    let db = ch.fresh_database().await;
+    ch.exec(&format!(
+        "CREATE TABLE {db}.orders (\
+            id UInt32 COMMENT 'Order id', \
+            name String, \
+            amount Decimal(10, 2), \
+            created DateTime, \
+            day Date, \
+            price Nullable(Float64), \
+            tags Array(String), \
+            big UInt64, \
+            code FixedString(3), \
+            kind String\
+         ) ENGINE = MergeTree ORDER BY id"
+    ))
+    .await;
+    ch.exec(&format!(
+        "INSERT INTO {db}.orders VALUES \
+         (1, 'tab\\there', 12.50, '2024-01-02 03:04:05', '2024-01-02', 1.5, ['a','b'], 18446744073709551615, 'ab', 'x'), \
+         (2, 'it''s \\\\ ok', 0.10, '2024-02-03 00:00:00', '2024-02-03', NULL, [], 7, 'xyz', 'y'), \
+         (3, 'line\\nbreak', -3.00, '2024-03-04 12:00:00', '2024-03-04', 2.5, ['c'], 0, 'q', 'x')"
+    ))
+    .await;
+    ch.exec(&format!(
+        "CREATE VIEW {db}.big_orders AS SELECT id, amount FROM {db}.orders WHERE amount > 1"
+    ))
+    .await;
+    ch.exec(&format!(
+        "CREATE MATERIALIZED VIEW {db}.totals ENGINE = MergeTree ORDER BY kind \
+         AS SELECT kind, sum(amount) AS total FROM {db}.orders GROUP BY kind"
+    ))
+    .await;
+    db
+}
+
+#[tokio::test]
+async fn clickhouse_catalog_and_queries() {
+    let ch = clickhouse().await;
+    let db = ch_fixture().await;
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
+    // The password-protected user, so every request carries credentials.
+    let s = spec(1, &ch.url_for("liteset", Some(CH_PASSWORD), &db));
+    engines.test_connection(&s).await.expect("test_connection");
+
+    let schemas = engines.schemas(&s).await.expect("schemas");
+    assert!(
+        schemas.contains(&db) && schemas.contains(&"default".to_owned()),
+        "{schemas:?}"
+    );
+    assert!(!schemas.iter().any(|s| s == "system"), "{schemas:?}");
+
+    let tables = engines.tables(&s, &db).await.expect("tables");
+    let listed: Vec<(&str, TableKind)> = tables.iter().map(|t| (t.name.as_str(), t.kind)).collect();
+    assert_eq!(
+        listed,
+        vec![
+            ("big_orders", TableKind::View),
+            ("orders", TableKind::Table),
+            ("totals", TableKind::MaterializedView),
+        ]
+    );
+    assert!(engines.tables(&s, "nope").await.expect("tables").is_empty());
+
+    // No schema: the URI's database.
+    let md = engines
+        .table_metadata(&s, None, "orders")
+        .await
+        .expect("metadata");
+    assert_eq!(md.schema.as_deref(), Some(db.as_str()));
+    assert_eq!(md.kind, TableKind::Table);
+    use GenericType::*;
+    let types: Vec<(&str, &str, GenericType, bool)> = md
+        .columns
+        .iter()
+        .map(|c| (c.name.as_str(), c.type_name.as_str(), c.generic, c.nullable))
+        .collect();
+    assert_eq!(
+        types,
+        vec![
+            ("id", "UInt32", Numeric, false),
+            ("name", "String", String, false),
+            ("amount", "Decimal(10, 2)", Numeric, false),
+            ("created", "DateTime", Temporal, false),
+            ("day", "Date", Temporal, false),
+            ("price", "Nullable(Float64)", Numeric, true),
+            ("tags", "Array(String)", String, false),
+            ("big", "UInt64", Numeric, false),
+            ("code", "FixedString(3)", String, false),
+            ("kind", "String", String, false),
+        ]
+    );
+    assert!(md.columns[3].is_dttm && md.columns[4].is_dttm);
+    assert_eq!(md.columns[0].comment.as_deref(), Some("Order id"));
+    assert_eq!(md.primary_key.expect("pk").column_names, vec!["id"]);
+    let err = engines
+        .table_metadata(&s, Some(&db), "nope")
+        .await
+        .expect_err("missing table");
+    assert_eq!(
+        err,
+        EngineError::TableNotFound {
+            table: "nope".into()
+        }
+    );
+
+    let cols = engines
+        .query_columns(
+            &s,
+            "SELECT id, amount * 2 AS twice, toDate(created) AS d FROM orders",
+        )
+        .await
+        .expect("query columns");
+    let cols: Vec<(&str, &str, bool)> = cols
+        .iter()
+        .map(|c| (c.name.as_str(), c.type_name.as_str(), c.is_dttm))
+        .collect();
+    assert_eq!(
+        cols,
+        vec![
+            ("id", "UInt32", false),
+            ("twice", "Decimal(10, 2)", false),
+            ("d", "Date", true)
+        ]
+    );
+    for bad in ["INSERT INTO orders (id) VALUES (9)", "DROP TABLE orders"] {
+        assert_eq!(
+            engines.query_columns(&s, bad).await,
+            Err(EngineError::NotReadOnly),
+            "{bad}"
+        );
+    }
+    assert!(
+        engines
+            .query_columns(&s, "SELECT 1; SELECT 2")
+            .await
+            .is_err()
+    );
+
+    // Values decoded by type, escapes undone.
+    let rs = engines
+        .execute(
+            &s,
+            "SELECT id, name, amount, created, day, price, tags, big, code, kind \
+             FROM orders ORDER BY id",
+            RO,
+        )
+        .await
+        .expect("select");
+    assert_eq!(rs.columns[5].type_name, "Nullable(Float64)");
+    let d = |y, m, dd| chrono::NaiveDate::from_ymd_opt(y, m, dd).expect("date");
+    assert_eq!(
+        rs.rows[0],
+        vec![
+            Cell::Int(1),
+            Cell::Text("tab\there".into()),
+            Cell::Decimal("12.50".into()),
+            Cell::Timestamp(d(2024, 1, 2).and_hms_opt(3, 4, 5).expect("t")),
+            Cell::Date(d(2024, 1, 2)),
+            Cell::Float(1.5),
+            Cell::Text("['a','b']".into()),
+            // Superset reads UInt64 as signed.
+            Cell::Int(-1),
+            Cell::Text("ab".into()),
+            Cell::Text("x".into()),
+        ]
+    );
+    assert_eq!(rs.rows[1][1], Cell::Text("it's \\ ok".into()));
+    assert_eq!(rs.rows[1][5], Cell::Null);
+    assert_eq!(rs.rows[2][1], Cell::Text("line\nbreak".into()));
+
+    // max_rows: reading stops (and the rest of the query is killed).
+    let rs = engines
+        .execute(
+            &s,
+            "SELECT number FROM system.numbers LIMIT 100000",
+            ExecOptions {
+                read_only: true,
+                max_rows: 5,
+            },
+        )
+        .await
+        .expect("limited");
+    assert_eq!(rs.rows.len(), 5);
+    assert_eq!(rs.rows[4], vec![Cell::Int(4)]);
+
+    // Read-only: writes, DDL, SETTINGS and table functions are refused by the server.
+    let err = engines
+        .execute(&s, "INSERT INTO orders (id) VALUES (9)", RO)
+        .await
+        .expect_err("insert");
+    assert_eq!(err, EngineError::NotReadOnly);
+    let err = engines
+        .execute(&s, "SELECT 1 SETTINGS readonly = 0", RO)
+        .await
+        .expect_err("settings");
+    assert!(matches!(err, EngineError::Refused { .. }), "{err:?}");
+    let err = engines
+        .execute(&s, "SELECT * FROM numbers(3)", RO)
+        .await
+        .expect_err("table function");
+    assert!(matches!(err, EngineError::Refused { .. }), "{err:?}");
+    let err = engines
+        .execute(
+            &s,
+            "SELECT * FROM url('http://127.0.0.1:1/', CSV, 'a String')",
+            RO,
+        )
+        .await
+        .expect_err("url");
+    assert!(matches!(err, EngineError::Refused { .. }), "{err:?}");
+    // A FORMAT of its own cannot change what we parse.
+    assert!(
+        engines
+            .execute(&s, "SELECT 1 FORMAT JSON", RO)
+            .await
+            .is_err()
+    );
+    let rows = ch.exec(&format!("SELECT count() FROM {db}.orders")).await;
+    assert_eq!(rows.trim(), "3");
+
+    // Errors.
+    assert_eq!(
+        engines.execute(&s, "SELECT * FROM nope", RO).await,
+        Err(EngineError::TableNotFound {
+            table: format!("{db}.nope")
+        })
+    );
+    assert_eq!(
+        engines.execute(&s, "SELECT 1; SELECT 2", RO).await,
+        Err(EngineError::MultipleStatements)
+    );
+    assert!(matches!(
+        engines.execute(&s, "SELEC 1", RO).await,
+        Err(EngineError::Syntax { .. })
+    ));
+
+    // DML when allowed (not read-only).
+    engines
+        .execute(
+            &s,
+            "INSERT INTO orders (id, name) VALUES (9, 'nine')",
+            ExecOptions {
+                read_only: false,
+                max_rows: 10,
+            },
+        )
+        .await
+        .expect("insert allowed");
+    assert_eq!(
+        ch.exec(&format!("SELECT name FROM {db}.orders WHERE id = 9"))
+            .await
+            .trim(),
+        "nine"
+    );
+}
+
+#[tokio::test]
+async fn clickhouse_budget_and_pool() {
+    let ch = clickhouse().await;
+    let tight = EngineOptions {
+        max_result_bytes: 64 * 1024,
+        pool_size: 1,
+        pool_wait: Duration::from_millis(300),
+        statement_timeout: Duration::from_secs(10),
+        ..quick()
+    };
+    let engines = Engines::new(tight, liteset::engines::ConnectionGuard::unrestricted());
+    let s = spec(2, ch.url());
+    let err = engines
+        .execute(
+            &s,
+            &format!(
+                "SELECT '{}' AS s FROM system.numbers LIMIT 100000",
+                "x".repeat(1000)
+            ),
+            RO,
+        )
+        .await
+        .expect_err("too large");
+    assert_eq!(err, EngineError::ResultTooLarge { limit: 64 * 1024 });
+
+    // One query at a time: the second waits pool_wait, then fails.
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let long = format!(
+        "SELECT count() /* {marker} */ FROM system.numbers WHERE sleepEachRow(0.000005) = 0"
+    );
+    let e2 = engines.clone();
+    let s2 = s.clone();
+    let running = tokio::spawn(async move { e2.execute(&s2, &long, RO).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = Instant::now();
+    assert_eq!(
+        engines.execute(&s, "SELECT 1", RO).await,
+        Err(EngineError::PoolTimeout)
+    );
+    assert!(started.elapsed() >= Duration::from_millis(250));
+    running.abort();
+    wait_gone(&marker).await;
+    // The permit came back.
+    engines
+        .execute(&s, "SELECT 1", RO)
+        .await
+        .expect("free again");
+}
+
+/// Waits until no query holding `marker` is in `system.processes` (at most 2 s), and panics
+/// otherwise.
+async fn wait_gone(marker: &str) -> Duration {
+    let ch = clickhouse().await;
+    let started = Instant::now();
+    loop {
+        let n = ch
+            .exec(&format!(
+                "SELECT count() FROM system.processes WHERE query LIKE '%{marker}%' \
+                 AND query NOT LIKE '%system.processes%'"
+            ))
+            .await;
+        if n.trim() == "0" {
+            return started.elapsed();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "query {marker} still running after 2 s"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn wait_running(marker: &str) {
+    let ch = clickhouse().await;
+    for _ in 0..100 {
+        let n = ch
+            .exec(&format!(
+                "SELECT count() FROM system.processes WHERE query LIKE '%{marker}%' \
+                 AND query NOT LIKE '%system.processes%'"
+            ))
+            .await;
+        if n.trim() == "1" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("query {marker} never showed in system.processes");
+}
+
+/// ClickHouse 18.16 keeps running an HTTP query whose client hung up: a dropped `execute`
+/// and a statement past its deadline are killed inside the server.
+#[tokio::test]
+async fn clickhouse_queries_are_killed_on_drop_and_deadline() {
+    let ch = clickhouse().await;
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
+    let s = spec(3, ch.url());
+    let long = |marker: &str| {
+        format!(
+            "SELECT count() /* {marker} */ FROM system.numbers WHERE sleepEachRow(0.000005) = 0"
+        )
+    };
+
+    // Dropped mid-statement.
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let (e2, s2, sql) = (engines.clone(), s.clone(), long(&marker));
+    let task = tokio::spawn(async move { e2.execute(&s2, &sql, RO).await });
+    wait_running(&marker).await;
+    task.abort();
+    let gone = wait_gone(&marker).await;
+    eprintln!("dropped query gone from system.processes after {gone:?}");
+
+    // Past the 2 s statement timeout.
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let started = Instant::now();
+    let err = engines
+        .execute(&s, &long(&marker), RO)
+        .await
+        .expect_err("deadline");
+    assert_eq!(err, EngineError::StatementTimeout);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    wait_gone(&marker).await;
+}
+
+#[tokio::test]
+async fn clickhouse_connection_errors() {
+    let ch = clickhouse().await;
+    let engines = Engines::new(quick(), liteset::engines::ConnectionGuard::unrestricted());
+    let port = ch.port();
+    let err = engines
+        .test_connection(&spec(
+            4,
+            &format!("clickhousedb://liteset:wrong-w0rd@127.0.0.1:{port}/default"),
+        ))
+        .await
+        .expect_err("wrong password");
+    assert_eq!(
+        err,
+        EngineError::InvalidPassword {
+            username: "liteset".into()
+        }
+    );
+    assert_no_password(&err);
+    let err = engines
+        .test_connection(&spec(
+            4,
+            &format!("clickhousedb://nobody@127.0.0.1:{port}/default"),
+        ))
+        .await
+        .expect_err("unknown user");
+    assert_eq!(
+        err,
+        EngineError::InvalidUsername {
+            username: "nobody".into()
+        }
+    );
+    let err = engines
+        .test_connection(&spec(
+            4,
+            &format!("clickhousedb://default@127.0.0.1:{port}/nodb"),
+        ))
+        .await
+        .expect_err("unknown database");
+    assert_eq!(
+        err,
+        EngineError::UnknownDatabase {
+            database: "nodb".into()
+        }
+    );
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let err = engines
+        .test_connection(&spec(
+            4,
+            &format!("clickhousedb://liteset:x-w0rd@127.0.0.1:{closed}/default"),
+        ))
+        .await
+        .expect_err("closed port");
+    assert_eq!(
+        err,
+        EngineError::PortClosed {
+            host: "127.0.0.1".into(),
+            port: closed
+        }
+    );
+    assert_no_password(&err);
+    let err = engines
+        .test_connection(&spec(
+            4,
+            "clickhousedb://default@no-such-host.invalid:8123/default",
+        ))
+        .await
+        .expect_err("bad host");
+    assert_eq!(
+        err,
+        EngineError::InvalidHostname {
+            host: "no-such-host.invalid".into()
+        }
+    );
+}

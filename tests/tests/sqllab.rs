@@ -1094,3 +1094,209 @@ async fn mysql_sqllab_datasets_charts_and_stop() {
     assert_eq!(s, StatusCode::OK, "{r}");
     assert_eq!(r["data"], json!([{"n": 4}]));
 }
+
+/// SQL Lab, chart data and stop against ClickHouse (the server tests/run starts): results,
+/// read-only refusals by parsing and by the server, the always-refused table functions in
+/// every spelling, and a stopped query killed inside ClickHouse.
+#[tokio::test]
+async fn sqllab_on_clickhouse() {
+    let ch = liteset_tests::clickhouse::clickhouse().await;
+    let db = ch.fresh_database().await;
+    ch.exec(&format!(
+        "CREATE TABLE {db}.sales (id UInt32, region String, amount Decimal(10, 2), \
+         sold_at DateTime, day Date, note Nullable(String)) ENGINE = MergeTree ORDER BY id"
+    ))
+    .await;
+    ch.exec(&format!(
+        "INSERT INTO {db}.sales VALUES (1, 'north', 10.50, '2024-01-01 10:00:00', '2024-01-01', NULL), \
+         (2, 'south', 20.00, '2024-02-01 00:00:00', '2024-02-01', 'it''s'), \
+         (3, 'north', 5.25, '2024-02-15 12:30:00', '2024-02-15', 'x')"
+    ))
+    .await;
+    let server = TestServer::builder().start().await.unwrap();
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let ro = add_database(
+        &api,
+        "ch",
+        &ch.url_for("default", None, &db),
+        json!({"allow_run_async": true}),
+    )
+    .await;
+    let rw = add_database(
+        &api,
+        "ch_rw",
+        &ch.url_for("default", None, &db),
+        json!({"allow_dml": true}),
+    )
+    .await;
+
+    let (s, r) = run(
+        &api,
+        ro,
+        "SELECT region, count() AS n, sum(amount) AS total, max(sold_at) AS last, \
+         any(note) AS note FROM sales WHERE region = 'north' GROUP BY region",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(
+        r["data"],
+        json!([{"region": "north", "n": 2, "total": 15.75,
+                "last": 1_708_000_200_000_i64, "note": null}]),
+        "{r}"
+    );
+    let (s, r) = run(&api, ro, "SELECT note FROM sales WHERE id = 2").await;
+    assert_eq!(
+        (s, r["data"].clone()),
+        (StatusCode::OK, json!([{"note": "it's"}]))
+    );
+
+    // Writes are refused without allow_dml (by parsing), and by the server's readonly=1.
+    for sql in [
+        "INSERT INTO sales (id) VALUES (9)",
+        "ALTER TABLE sales DELETE WHERE 1",
+        "DROP TABLE sales",
+        "SELECT 1; TRUNCATE TABLE sales",
+    ] {
+        let (s, r) = run(&api, ro, sql).await;
+        assert_eq!(error_type(&r), "DML_NOT_ALLOWED_ERROR", "{sql}: {s} {r}");
+    }
+    // A query's own SETTINGS cannot lift readonly.
+    let (s, r) = run(&api, ro, "SELECT 1 AS x SETTINGS readonly = 0").await;
+    assert!(!s.is_success(), "{r}");
+    let (s, r) = run(&api, ro, "SELECT count() AS n FROM sales").await;
+    assert_eq!((s, r["data"].clone()), (StatusCode::OK, json!([{"n": 3}])));
+
+    // Table functions that reach outside, in every spelling and position, even with DML.
+    for sql in [
+        "SELECT * FROM url('http://127.0.0.1:1/', CSV, 'a String')",
+        "SELECT * FROM URL ('http://127.0.0.1:1/', CSV, 'a String')",
+        "SELECT * FROM `file`('x.csv', CSV, 'a String')",
+        "SELECT * FROM file /* c */ ('x.csv', CSV, 'a String')",
+        "SELECT * FROM sales WHERE id IN (SELECT toUInt32(a) FROM remote('127.0.0.1', system.one))",
+        "SELECT * FROM sales AS s JOIN url('http://127.0.0.1:1/', CSV, 'id UInt32') AS u ON s.id = u.id",
+        "WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x",
+        "SELECT * FROM default.url('http://127.0.0.1:1/', CSV, 'a String')",
+        "SELECT \"a\\\" AS b, \" , url('http://127.0.0.1:1/', CSV, 'a String') -- \"",
+        "SELECT 1 /* /* */ , url('http://127.0.0.1:1/', CSV, 'a String') -- */",
+    ] {
+        for database in [ro, rw] {
+            let (s, r) = run(&api, database, sql).await;
+            assert!(
+                s == StatusCode::BAD_REQUEST || s == StatusCode::UNPROCESSABLE_ENTITY,
+                "{sql}: {s} {r}"
+            );
+            assert_eq!(error_type(&r), "INVALID_SQL_ERROR", "{sql}: {r}");
+        }
+    }
+    // DML when allowed.
+    let (s, r) = run(
+        &api,
+        rw,
+        "INSERT INTO sales (id, region) VALUES (9, 'east')",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(
+        ch.exec(&format!("SELECT region FROM {db}.sales WHERE id = 9"))
+            .await
+            .trim(),
+        "east"
+    );
+
+    // Chart data on a ClickHouse table: metrics, group by, a time grain, filters, order, limit.
+    let (s, ds) = api
+        .post(
+            "/api/v1/dataset/",
+            json!({"database": ro, "schema": db, "table_name": "sales"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ds}");
+    let ds = ds["id"].as_i64().unwrap();
+    let total = json!({"expressionType": "SIMPLE", "column": {"column_name": "amount"},
+                       "aggregate": "SUM", "label": "total"});
+    let (s, r) = api
+        .post(
+            "/api/v1/chart/data",
+            json!({"datasource": {"id": ds, "type": "table"},
+                   "queries": [{"columns": [{"columnType": "BASE_AXIS", "sqlExpression": "sold_at",
+                                             "label": "sold_at", "expressionType": "SQL",
+                                             "timeGrain": "P1M"}, "region"],
+                                "metrics": ["count", total],
+                                "orderby": [["sold_at", true], ["region", true]],
+                                "row_limit": 10,
+                                "filters": [{"col": "sold_at", "op": "TEMPORAL_RANGE",
+                                             "val": "2024-01-01 : 2024-03-01"},
+                                            {"col": "region", "op": "IN", "val": ["north", "south"]},
+                                            {"col": "note", "op": "IS NOT NULL"}]}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(
+        r["result"][0]["data"],
+        json!([{"sold_at": 1_706_745_600_000_i64, "region": "north", "count": 1, "total": 5.25},
+               {"sold_at": 1_706_745_600_000_i64, "region": "south", "count": 1, "total": 20.0}]),
+        "{r}"
+    );
+    // Hostile chart fragments: a metric calling a table function, a WHERE leaving its
+    // parentheses, SETTINGS in a fragment.
+    for (metric, where_) in [
+        (
+            json!({"expressionType": "SQL", "sqlExpression": "(SELECT count() FROM url('http://127.0.0.1:1/', CSV, 'a String'))", "label": "m"}),
+            "",
+        ),
+        (json!("count"), "1 = 1) OR (1 = 1"),
+        (json!("count"), "1 = 1 SETTINGS readonly = 0"),
+        (
+            json!({"expressionType": "SQL", "sqlExpression": "count() FORMAT JSON", "label": "m"}),
+            "",
+        ),
+    ] {
+        let (s, r) = api
+            .post(
+                "/api/v1/chart/data",
+                json!({"datasource": {"id": ds, "type": "table"},
+                       "queries": [{"columns": ["region"], "metrics": [metric],
+                                    "extras": {"where": where_}}]}),
+            )
+            .await;
+        assert!(s.is_client_error(), "{metric} {where_}: {s} {r}");
+    }
+
+    // Stop: the running query is killed inside ClickHouse.
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let (s, r) = api
+        .post(
+            "/api/v1/sqllab/execute/",
+            json!({"database_id": ro, "client_id": "chstop1", "runAsync": true,
+                   "sql": format!("SELECT count() AS {marker}_n FROM system.numbers \
+                                   WHERE sleepEachRow(0.000005) = 0")}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{r}");
+    let running = || async {
+        ch.exec(&format!(
+            "SELECT count() FROM system.processes WHERE query LIKE '%{marker}%' \
+             AND query NOT LIKE '%system.processes%'"
+        ))
+        .await
+        .trim()
+        .to_owned()
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async { running().await == "1" }).await,
+        "the async query never started"
+    );
+    let (s, r) = api
+        .post("/api/v1/query/stop", json!({"client_id": "chstop1"}))
+        .await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"result": "OK"})));
+    let stopped = Instant::now();
+    assert!(
+        eventually(Duration::from_secs(2), || async { running().await == "0" }).await,
+        "the stopped query still runs in ClickHouse"
+    );
+    eprintln!(
+        "stopped query gone from system.processes after {:?}",
+        stopped.elapsed()
+    );
+}

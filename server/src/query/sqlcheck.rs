@@ -416,6 +416,7 @@ fn tokenize(dialect: SqlDialect, sql: &str) -> Result<Vec<TokenWithSpan>, SqlErr
         .map_err(|e| SqlError::from_tokenizer(dialect, sql, e))?;
     refuse_unicode_identifiers(dialect, sql, &tokens)?;
     refuse_mysql_hidden_code(dialect, sql, &tokens)?;
+    refuse_clickhouse_ambiguities(dialect, sql, &tokens)?;
     Ok(tokens)
 }
 
@@ -555,6 +556,39 @@ fn refuse_mysql_hidden_code(
                 );
             }
         }
+    }
+    Ok(())
+}
+
+/// Refuses ClickHouse text whose reading differs between sqlparser and a ClickHouse server,
+/// so no name-based check could be trusted on it:
+/// - a backslash in a quoted identifier: ClickHouse reads `\"` inside `"…"` (and `` \` ``
+///   inside backticks) as an escaped quote, sqlparser as the end of the name, so
+///   `"a\" , url('…') -- "` hides a call from one of them;
+/// - a `/*` inside a block comment: current ClickHouse (and sqlparser) nest block comments,
+///   18.16 does not, so `/* /* */ , url('…') -- */` is a comment to one and a call to the
+///   other.
+fn refuse_clickhouse_ambiguities(
+    dialect: SqlDialect,
+    sql: &str,
+    tokens: &[TokenWithSpan],
+) -> Result<(), SqlError> {
+    if dialect != SqlDialect::ClickHouse {
+        return Ok(());
+    }
+    for token in tokens {
+        let refusal = match &token.token {
+            Token::Word(w) if w.quote_style.is_some() && w.value.contains('\\') => {
+                "Error parsing: backslashes in quoted identifiers are not supported"
+            }
+            Token::Whitespace(Whitespace::MultiLineComment(c)) if c.contains("/*") => {
+                "Error parsing: nested block comments are not supported"
+            }
+            _ => continue,
+        };
+        let mut error = SqlError::at_token(dialect, sql, token, token.token.to_string());
+        error.data.message = refusal.to_owned();
+        return Err(error);
     }
     Ok(())
 }
@@ -1697,8 +1731,13 @@ pub fn denied_words(
             (true, None) => start = Some(i),
             (false, Some(from)) => {
                 start = None;
-                let after = skip_trivia(dialect, &lower[i..], true);
-                if after.starts_with('(') {
+                // ClickHouse 18.16 does not nest block comments, current releases do: a word
+                // is a candidate when either reading puts a `(` after it.
+                let rest = &lower[i..];
+                let calls = skip_trivia(dialect, rest, true).starts_with('(')
+                    || (dialect == SqlDialect::ClickHouse
+                        && skip_trivia_nesting(dialect, rest, true, false).starts_with('('));
+                if calls {
                     words.push(lower[from..i].to_owned());
                 }
             }
@@ -1712,8 +1751,16 @@ pub fn denied_words(
 /// PostgreSQL nests `/* */` and also ends `--` at a carriage return; SQLite does neither),
 /// and, with `quotes`, without closing identifier quotes (`"`, `]`, `` ` ``) among them.
 fn skip_trivia(dialect: SqlDialect, text: &str, quotes: bool) -> &str {
-    let nests = dialect == SqlDialect::Postgres;
+    // Current ClickHouse nests block comments too (18.16 does not; see `denied_words`).
+    let nests = matches!(dialect, SqlDialect::Postgres | SqlDialect::ClickHouse);
+    skip_trivia_nesting(dialect, text, quotes, nests)
+}
+
+/// [`skip_trivia`] with block-comment nesting chosen by the caller. ClickHouse and MySQL also
+/// have `#` line comments.
+fn skip_trivia_nesting(dialect: SqlDialect, text: &str, quotes: bool, nests: bool) -> &str {
     let mysql = dialect == SqlDialect::MySql;
+    let hash_comments = mysql || dialect == SqlDialect::ClickHouse;
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -1732,7 +1779,7 @@ fn skip_trivia(dialect: SqlDialect, text: &str, quotes: bool) -> &str {
             {
                 break;
             }
-            b'#' if mysql => {
+            b'#' if hash_comments => {
                 while i < bytes.len() && bytes[i] != b'\n' {
                     i += 1;
                 }
@@ -3782,6 +3829,160 @@ mod tests {
         assert_eq!(
             split_statements(MY, "SELECT 'a\\';b'").map(|s| s.len()),
             Ok(1)
+        );
+    }
+
+    const CH: SqlDialect = SqlDialect::ClickHouse;
+
+    fn ch_refused() -> BTreeSet<String> {
+        [
+            "url",
+            "file",
+            "remote",
+            "s3",
+            "mysql",
+            "executable",
+            "input",
+            "merge",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+    }
+
+    /// The name a check sees must be the one ClickHouse calls, however the table function is
+    /// spelled or wherever it hides.
+    #[test]
+    fn clickhouse_table_functions_are_reported() {
+        let cases = [
+            ("SELECT * FROM url('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM URL('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM `url`('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM \"url\"('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM url ('http://x/', CSV, 'a String')", "url"),
+            (
+                "SELECT * FROM url /* c */ ('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM url -- c\n ('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM default.url('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM (SELECT * FROM file('/etc/passwd', CSV, 'a String'))",
+                "file",
+            ),
+            (
+                "SELECT a FROM t WHERE a IN (SELECT a FROM remote('h:9000', db.t))",
+                "remote",
+            ),
+            (
+                "SELECT * FROM t JOIN s3('http://b/k', 'CSV') AS x ON t.a = x.a",
+                "s3",
+            ),
+            (
+                "SELECT * FROM t LEFT JOIN mysql('h', 'd', 't', 'u', 'p') AS m ON t.a = m.a",
+                "mysql",
+            ),
+            (
+                "WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x",
+                "executable",
+            ),
+            ("SELECT * FROM input('a String')", "input"),
+            ("SELECT * FROM merge(currentDatabase(), '^t')", "merge"),
+            (
+                "SELECT (SELECT count() FROM url('http://x/', CSV, 'a String'))",
+                "url",
+            ),
+            (
+                "SELECT * FROM t UNION ALL SELECT * FROM url('http://x/', CSV, 'a String')",
+                "url",
+            ),
+        ];
+        for (sql, name) in cases {
+            let called = functions_called(CH, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(called.contains(name), "{sql}: {called:?}");
+            assert_eq!(
+                disallowed(called, &ch_refused()),
+                vec![name.to_owned()],
+                "{sql}"
+            );
+        }
+    }
+
+    /// Text ClickHouse and sqlparser would read differently is refused before any check.
+    #[test]
+    fn clickhouse_lexer_ambiguities_are_refused() {
+        for sql in [
+            // ClickHouse: one identifier `a" AS b, ` then a call and a comment.
+            "SELECT \"a\\\" AS b, \" , url('http://x/', CSV, 'a String') -- \"",
+            "SELECT `a\\` AS b, ` , url('http://x/', CSV, 'a String') -- `",
+            // 18.16 does not nest block comments: the call is code there.
+            "SELECT 1 /* /* */ , url('http://x/', CSV, 'a String') -- */",
+        ] {
+            assert!(functions_called(CH, sql).is_err(), "{sql}");
+            assert!(split_statements(CH, sql).is_err(), "{sql}");
+            // The fallback check over the raw text still finds the call.
+            assert_eq!(
+                denied_words(CH, sql, &ch_refused()).expect("words"),
+                vec!["url".to_owned()],
+                "{sql}"
+            );
+        }
+        // Unterminated under nesting, a call under 18.16's reading.
+        let sql = "SELECT 1 /* /* */ , url /* */ ('http://x/', CSV, 'a String')";
+        assert_eq!(
+            denied_words(CH, sql, &ch_refused()).expect("w"),
+            vec!["url".to_owned()]
+        );
+        // `#` starts a comment in current ClickHouse.
+        let sql = "SELECT * FROM url # c\n ('http://x/', CSV, 'a String')";
+        assert_eq!(
+            denied_words(CH, sql, &ch_refused()).expect("w"),
+            vec!["url".to_owned()]
+        );
+        // Backslash escapes in string literals are read as ClickHouse reads them.
+        let sql = "SELECT 'it\\'s', url('http://x/', CSV, 'a String')";
+        assert!(functions_called(CH, sql).expect("parse").contains("url"));
+        let sql = "SELECT 'a\\\\', 'b'";
+        assert_eq!(split_statements(CH, sql).expect("parse").len(), 1);
+        // Doubled quotes inside identifiers agree in both.
+        assert!(functions_called(CH, "SELECT \"a\"\"b\" FROM t").is_ok());
+    }
+
+    #[test]
+    fn clickhouse_statements_are_classified() {
+        // sqlparser reads SETTINGS after a FROM only; either way it is not a write.
+        assert!(!is_mutating(CH, "SELECT a FROM t SETTINGS max_threads = 1").unwrap_or(false));
+        for sql in [
+            "INSERT INTO t VALUES (1)",
+            "ALTER TABLE t DELETE WHERE 1",
+            "DROP TABLE t",
+            "TRUNCATE TABLE t",
+            "OPTIMIZE TABLE t",
+            "CREATE TABLE x ENGINE = Memory AS SELECT 1",
+        ] {
+            assert!(is_mutating(CH, sql).unwrap_or(true), "{sql}");
+        }
+        assert_eq!(
+            split_statements(CH, "SELECT 1; SELECT 2").expect("p").len(),
+            2
+        );
+        assert!(
+            check_fragment(CH, "1) OR (1", FragmentKind::Where).is_err(),
+            "a fragment cannot leave its parentheses"
+        );
+        assert!(
+            check_fragment(CH, "sum(x) SETTINGS readonly = 0", FragmentKind::Expression).is_err()
+        );
+        assert!(check_fragment(CH, "x = 1 FORMAT JSON", FragmentKind::Where).is_err());
+        assert_eq!(
+            functions_called(CH, "SELECT sum(x) FROM t").expect("p"),
+            set(&["sum"])
         );
     }
 }
