@@ -55,8 +55,17 @@ as_pg() {
     fi
 }
 
+# Other servers the tests need (tests/clickhouse.sh, tests/mariadb.sh) register their stop
+# commands here; one EXIT trap runs them all, newest first, then stops PostgreSQL.
+EXIT_HOOKS=()
+at_exit() { EXIT_HOOKS+=("$1"); }
+
 cleanup() {
     local status=$?
+    local i
+    for ((i = ${#EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
+        eval "${EXIT_HOOKS[$i]}" || true
+    done
     if [[ -f "$PG_DATA/postmaster.pid" ]]; then
         as_pg "$PG_BIN/pg_ctl" -D "$PG_DATA" stop -m immediate >/dev/null 2>&1 || true
     fi

@@ -249,6 +249,7 @@ pub struct PluginOverrides {
 ///   harmless facts such as `pg_backend_pid` stay allowed);
 /// * hold a connection on purpose: `pg_sleep`, `pg_sleep_for`, `pg_sleep_until` (listed one by
 ///   one, so `load-examples` can print the list without `pg_sleep` alone);
+/// * MySQL/MariaDB: `sleep`, `benchmark` (hold a connection on purpose);
 /// * SQLite: `load_extension` (native code), the shell's file functions `readfile`,
 ///   `writefile`, `edit`, `fsdir`, `lsdir`, `zipfile`, `fts3_tokenizer` (takes a pointer), and
 ///   `sqlite_dbpage` (raw pages).
@@ -312,6 +313,10 @@ pub const DEFAULT_DISALLOWED_FUNCTIONS: &[&str] = &[
     "pg_sleep",
     "pg_sleep_for",
     "pg_sleep_until",
+    // MySQL/MariaDB: sleeping and busy loops (its file, shell and lock functions are always
+    // refused: `engines::mysql::REFUSED_FUNCTIONS`).
+    "benchmark",
+    "sleep",
     // SQLite.
     "edit",
     "fsdir",

@@ -14,7 +14,9 @@
 //! PostgreSQL transaction that is dropped sends its ROLLBACK before the connection is reused, and a
 //! SQLite call finishes on the blocking pool before its connection returns to the pool.
 
+pub mod clickhouse;
 pub mod guard;
+pub mod mysql;
 pub mod postgres;
 pub mod sqlite;
 
@@ -351,11 +353,126 @@ pub struct TableMetadata {
     pub comment: Option<String>,
 }
 
+/// What Superset's `/database/available/` and a database's `backend`/`driver` say of one
+/// engine spec Liteset speaks (Superset's `db_engine_specs` class of that backend).
+#[derive(Clone, Copy, Debug)]
+pub struct EngineSpec {
+    /// The SQLAlchemy backend (`engine` of the spec).
+    pub backend: &'static str,
+    /// Its display name (`engine_name`).
+    pub name: &'static str,
+    /// The engine that runs it.
+    pub engine: Engine,
+    /// The driver a URI without one uses (SQLAlchemy's default for the dialect).
+    pub default_driver: &'static str,
+    /// The drivers Liteset accepts in URIs of this backend, sorted.
+    pub drivers: &'static [&'static str],
+    /// The URI shown to start from.
+    pub placeholder: &'static str,
+    /// Listed first (Superset's default `PREFERRED_DATABASES`).
+    pub preferred: bool,
+    /// Whether the spec has a connection form (`BasicParametersMixin`).
+    pub form: bool,
+    /// Whether CSV upload is possible (`supports_file_upload`).
+    pub supports_file_upload: bool,
+    /// `disable_ssh_tunneling`.
+    pub disable_ssh_tunneling: bool,
+}
+
+/// The engine specs, in the order `/database/available/` lists them: the preferred ones in
+/// `PREFERRED_DATABASES` order, then the others by name.
+pub const ENGINE_SPECS: &[EngineSpec] = &[
+    EngineSpec {
+        backend: "postgresql",
+        name: "PostgreSQL",
+        engine: Engine::Postgres,
+        default_driver: "psycopg2",
+        drivers: &["psycopg2"],
+        placeholder: "postgresql://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: true,
+        form: true,
+        supports_file_upload: true,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "mysql",
+        name: "MySQL",
+        engine: Engine::MySql,
+        default_driver: "mysqldb",
+        drivers: &["mysqlconnector", "mysqldb", "pymysql"],
+        placeholder: "mysql://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: true,
+        form: true,
+        supports_file_upload: true,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "sqlite",
+        name: "SQLite",
+        engine: Engine::Sqlite,
+        default_driver: "pysqlite",
+        drivers: &["pysqlite"],
+        placeholder: "engine+driver://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: true,
+        form: false,
+        supports_file_upload: true,
+        disable_ssh_tunneling: true,
+    },
+    EngineSpec {
+        backend: "clickhouse",
+        name: "ClickHouse",
+        engine: Engine::ClickHouse,
+        default_driver: "http",
+        drivers: &["http", "https"],
+        placeholder: "engine+driver://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: false,
+        form: false,
+        supports_file_upload: false,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "clickhousedb",
+        name: "ClickHouse Connect (Superset)",
+        engine: Engine::ClickHouse,
+        default_driver: "connect",
+        drivers: &["connect"],
+        placeholder: "clickhousedb://user:password@host[:port][/dbname][?secure=value&=value...]",
+        preferred: false,
+        form: true,
+        supports_file_upload: false,
+        disable_ssh_tunneling: false,
+    },
+    EngineSpec {
+        backend: "mariadb",
+        name: "MariaDB",
+        engine: Engine::MySql,
+        default_driver: "mysqldb",
+        drivers: &["mariadbconnector", "mysqldb", "pymysql"],
+        placeholder: "mysql://user:password@host:port/dbname[?key=value&key=value...]",
+        preferred: false,
+        form: true,
+        supports_file_upload: true,
+        disable_ssh_tunneling: false,
+    },
+];
+
+/// The spec of a SQLAlchemy backend name (`postgres` is PostgreSQL's old alias).
+pub fn engine_spec(backend: &str) -> Option<&'static EngineSpec> {
+    let backend = if backend == "postgres" {
+        "postgresql"
+    } else {
+        backend
+    };
+    ENGINE_SPECS.iter().find(|s| s.backend == backend)
+}
+
 /// Superset's engine name (`extra.engine_name` of its errors).
 pub fn engine_name(engine: Engine) -> &'static str {
     match engine {
         Engine::Postgres => "PostgreSQL",
         Engine::Sqlite => "SQLite",
+        Engine::ClickHouse => "ClickHouse Connect (Superset)",
+        Engine::MySql => "MySQL",
     }
 }
 
@@ -408,12 +525,23 @@ pub fn generic_type(type_name: &str) -> Option<GenericType> {
     }
 }
 
+/// [`generic_type`] with the engine's own extra rules (Superset's `column_type_mappings`):
+/// the one place engine-specific type names are classified.
+pub fn generic_type_for(engine: Engine, type_name: &str) -> Option<GenericType> {
+    match engine {
+        Engine::MySql => mysql::generic_type(type_name),
+        _ => generic_type(type_name),
+    }
+}
+
 /// Quotes an identifier for `engine` the way SQLAlchemy does: left bare when it is lowercase
-/// `[a-z_][a-z0-9_$]*` and not a reserved word, otherwise double-quoted with `"` doubled.
+/// `[a-z_][a-z0-9_$]*` and not a reserved word, otherwise quoted as [`Dialect::quote`] quotes.
 pub fn quote_ident(engine: Engine, ident: &str) -> String {
     let reserved = match engine {
         Engine::Postgres => postgres::is_reserved(ident),
         Engine::Sqlite => sqlite::is_reserved(ident),
+        Engine::ClickHouse => clickhouse::is_reserved(ident),
+        Engine::MySql => mysql::is_reserved(ident),
     };
     let bare = !ident.is_empty()
         && !reserved
@@ -424,7 +552,7 @@ pub fn quote_ident(engine: Engine, ident: &str) -> String {
     if bare {
         ident.to_owned()
     } else {
-        format!("\"{}\"", ident.replace('"', "\"\""))
+        Dialect::of(engine).quote(ident)
     }
 }
 
@@ -433,6 +561,18 @@ pub fn function_names(engine: Engine) -> &'static [&'static str] {
     match engine {
         Engine::Postgres => postgres::FUNCTION_NAMES,
         Engine::Sqlite => sqlite::FUNCTION_NAMES,
+        Engine::ClickHouse => clickhouse::FUNCTION_NAMES,
+        Engine::MySql => mysql::FUNCTION_NAMES,
+    }
+}
+
+/// Functions (and table functions) refused on `engine` whatever the configured deny-list says:
+/// they reach outside the database (files, URLs, other servers, shells).
+pub fn refused_functions(engine: Engine) -> &'static [&'static str] {
+    match engine {
+        Engine::Postgres | Engine::Sqlite => &[],
+        Engine::ClickHouse => clickhouse::REFUSED_FUNCTIONS,
+        Engine::MySql => mysql::REFUSED_FUNCTIONS,
     }
 }
 
@@ -458,6 +598,12 @@ pub enum EngineError {
     /// The role does not exist.
     #[error("The username \"{username}\" does not exist.")]
     InvalidUsername {
+        /// The user name tried.
+        username: String,
+    },
+    /// MySQL refused the user name and password together (it does not say which is wrong).
+    #[error("Either the username \"{username}\" or the password is incorrect.")]
+    AccessDenied {
         /// The user name tried.
         username: String,
     },
@@ -568,7 +714,9 @@ impl EngineError {
         match self {
             EngineError::InvalidPassword { .. } => "CONNECTION_INVALID_PASSWORD_ERROR",
             EngineError::InvalidUsername { .. } => "CONNECTION_INVALID_USERNAME_ERROR",
-            EngineError::PasswordRequired => "CONNECTION_ACCESS_DENIED_ERROR",
+            EngineError::PasswordRequired | EngineError::AccessDenied { .. } => {
+                "CONNECTION_ACCESS_DENIED_ERROR"
+            }
             EngineError::UnknownDatabase { .. } => "CONNECTION_UNKNOWN_DATABASE_ERROR",
             EngineError::InvalidHostname { .. } => "CONNECTION_INVALID_HOSTNAME_ERROR",
             EngineError::PortClosed { .. } => "CONNECTION_PORT_CLOSED_ERROR",
@@ -621,7 +769,9 @@ impl EngineError {
     /// Superset's `extra.invalid`: the connection form fields to highlight.
     pub fn invalid(&self) -> &'static [&'static str] {
         match self {
-            EngineError::InvalidPassword { .. } => &["username", "password"],
+            EngineError::InvalidPassword { .. } | EngineError::AccessDenied { .. } => {
+                &["username", "password"]
+            }
             EngineError::InvalidUsername { .. } => &["username"],
             EngineError::PasswordRequired => &["password"],
             EngineError::UnknownDatabase { .. } => &["database"],
@@ -700,6 +850,8 @@ struct Entry {
 enum EnginePool {
     Postgres(postgres::PgPool),
     Sqlite(sqlite::SqlitePool),
+    ClickHouse(clickhouse::ChPool),
+    MySql(mysql::MyPool),
 }
 
 impl fmt::Debug for Engines {
@@ -781,6 +933,10 @@ impl Engines {
                 options,
             )?),
             Engine::Sqlite => EnginePool::Sqlite(sqlite::build_pool(&spec.uri, options)?),
+            Engine::ClickHouse => {
+                EnginePool::ClickHouse(clickhouse::build_pool(&spec.uri, options)?)
+            }
+            Engine::MySql => EnginePool::MySql(mysql::build_pool(&spec.uri, options)?),
         };
         tracing::debug!(
             database_id = spec.database_id,
@@ -810,6 +966,8 @@ impl Engines {
                 postgres::test_connection(&spec.uri, spec.server_cert.as_deref(), options).await
             }
             Engine::Sqlite => sqlite::test_connection(&spec.uri, options).await,
+            Engine::ClickHouse => clickhouse::test_connection(&spec.uri, options).await,
+            Engine::MySql => mysql::test_connection(&spec.uri, options).await,
         }
     }
 
@@ -818,6 +976,8 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::schemas(&p).await,
             EnginePool::Sqlite(p) => sqlite::schemas(&p).await,
+            EnginePool::ClickHouse(p) => clickhouse::schemas(&p).await,
+            EnginePool::MySql(p) => mysql::schemas(&p).await,
         }
     }
 
@@ -830,6 +990,8 @@ impl Engines {
         let mut tables = match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::tables(&p, schema).await?,
             EnginePool::Sqlite(p) => sqlite::tables(&p, schema).await?,
+            EnginePool::ClickHouse(p) => clickhouse::tables(&p, schema).await?,
+            EnginePool::MySql(p) => mysql::tables(&p, schema).await?,
         };
         tables.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(tables)
@@ -846,6 +1008,8 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::table_metadata(&p, schema, table).await,
             EnginePool::Sqlite(p) => sqlite::table_metadata(&p, schema, table).await,
+            EnginePool::ClickHouse(p) => clickhouse::table_metadata(&p, schema, table).await,
+            EnginePool::MySql(p) => mysql::table_metadata(&p, schema, table).await,
         }
     }
 
@@ -865,6 +1029,8 @@ impl Engines {
         match self.pool(spec)? {
             EnginePool::Postgres(p) => postgres::query_columns(&p, sql).await,
             EnginePool::Sqlite(p) => sqlite::query_columns(&p, sql).await,
+            EnginePool::ClickHouse(p) => clickhouse::query_columns(&p, sql).await,
+            EnginePool::MySql(p) => mysql::query_columns(&p, sql).await,
         }
     }
 }
@@ -893,6 +1059,8 @@ impl Engines {
             match self.pool(spec)? {
                 EnginePool::Postgres(p) => postgres::execute(&p, sql, opts).await,
                 EnginePool::Sqlite(p) => sqlite::execute(&p, sql, opts).await,
+                EnginePool::ClickHouse(p) => clickhouse::execute(&p, sql, opts).await,
+                EnginePool::MySql(p) => mysql::execute(&p, sql, opts).await,
             }
         };
         if timeout.is_zero() {
@@ -940,16 +1108,39 @@ impl Dialect {
         self.engine.backend()
     }
 
-    /// An identifier, always double-quoted (embedded quotes doubled), so no name from a
-    /// dataset or a request can change the statement's structure.
+    /// An identifier, always quoted (PostgreSQL and SQLite: double quotes, embedded ones
+    /// doubled), so no name from a dataset or a request can change the statement's structure.
     pub fn quote(self, ident: &str) -> String {
-        format!("\"{}\"", ident.replace('"', "\"\""))
+        match self.engine {
+            Engine::Postgres | Engine::Sqlite => {
+                format!("\"{}\"", ident.replace('"', "\"\""))
+            }
+            Engine::ClickHouse => clickhouse::quote(ident),
+            Engine::MySql => mysql::quote(ident),
+        }
     }
 
-    /// A string literal with quotes doubled. Both engines treat backslashes literally
-    /// (PostgreSQL pools run with `standard_conforming_strings=on`).
+    /// A string literal. PostgreSQL and SQLite double quotes and treat backslashes literally
+    /// (PostgreSQL pools run with `standard_conforming_strings=on`); the others escape as
+    /// their own lexers read literals.
     pub fn string(self, s: &str) -> String {
-        format!("'{}'", s.replace('\'', "''"))
+        match self.engine {
+            Engine::Postgres | Engine::Sqlite => format!("'{}'", s.replace('\'', "''")),
+            Engine::ClickHouse => clickhouse::string(s),
+            Engine::MySql => mysql::string(s),
+        }
+    }
+
+    /// The alias a query's output column is given for `label` (unquoted). ClickHouse resolves
+    /// a name in WHERE, GROUP BY and ORDER BY to a select-list alias before a column, so
+    /// `toStartOfMonth(d) AS d … WHERE d >= …` would filter the truncated value: as Superset's
+    /// `ClickHouseConnectEngineSpec._mutate_label` does, labels get a suffix there
+    /// (`label_<md5[:6]>`) and the rows are renamed back. Other engines keep the label.
+    pub fn label(self, label: &str) -> String {
+        match self.engine {
+            Engine::ClickHouse => clickhouse::mutate_label(label),
+            Engine::Postgres | Engine::Sqlite | Engine::MySql => label.to_owned(),
+        }
     }
 
     /// The grains the engine supports, in Superset's display order.
@@ -957,6 +1148,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => postgres::TIME_GRAINS,
             Engine::Sqlite => sqlite::TIME_GRAINS,
+            Engine::ClickHouse => clickhouse::TIME_GRAINS,
+            Engine::MySql => mysql::TIME_GRAINS,
         }
     }
 
@@ -973,6 +1166,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => postgres::datetime_literal(dt, type_name),
             Engine::Sqlite => sqlite::datetime_literal(dt, type_name),
+            Engine::ClickHouse => clickhouse::datetime_literal(dt, type_name),
+            Engine::MySql => mysql::datetime_literal(dt, type_name),
         }
     }
 
@@ -983,6 +1178,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => postgres::convert_dttm(dt, target_type),
             Engine::Sqlite => sqlite::convert_dttm(dt, target_type),
+            Engine::ClickHouse => clickhouse::convert_dttm(dt, target_type),
+            Engine::MySql => mysql::convert_dttm(dt, target_type),
         }
     }
 
@@ -993,6 +1190,8 @@ impl Dialect {
             (Engine::Postgres, false) => "false",
             (Engine::Sqlite, true) => "1",
             (Engine::Sqlite, false) => "0",
+            (Engine::ClickHouse, b) => clickhouse::boolean(b),
+            (Engine::MySql, b) => mysql::boolean(b),
         }
     }
 
@@ -1001,6 +1200,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => format!("CAST({expr} AS VARCHAR)"),
             Engine::Sqlite => format!("CAST({expr} AS TEXT)"),
+            Engine::ClickHouse => clickhouse::cast_text(expr),
+            Engine::MySql => mysql::cast_text(expr),
         }
     }
 
@@ -1010,6 +1211,8 @@ impl Dialect {
         match self.engine {
             Engine::Postgres => format!("TO_TIMESTAMP({})", ms / 1000.0),
             Engine::Sqlite => format!("DATETIME({}, 'unixepoch')", ms / 1000.0),
+            Engine::ClickHouse => clickhouse::from_epoch_ms(ms),
+            Engine::MySql => mysql::from_epoch_ms(ms),
         }
     }
 }

@@ -24,7 +24,9 @@ use crate::plugins::PluginError;
 use crate::query::QueryError;
 use crate::query::sqllab::SqlLabError;
 use crate::render::RenderError;
+use crate::state::AppState;
 use crate::store;
+use crate::uri::Engine;
 
 /// Why a service could not do its job: a lower layer's error, or one of the services' own.
 #[derive(Debug, thiserror::Error)]
@@ -93,4 +95,22 @@ impl Error {
     pub fn internal(cause: &dyn std::fmt::Display) -> Error {
         Error::Internal(cause.to_string())
     }
+}
+
+/// The SQL functions queries on the database `database_name` (of `engine`) may not call: the
+/// configured list ([`crate::config::Config::disallowed_functions_for`]) plus the functions the
+/// engine always refuses because they reach outside the database (files, URLs, other servers,
+/// shells), which no configuration lifts.
+pub fn denied_functions(
+    state: &AppState,
+    database_name: &str,
+    engine: Engine,
+) -> std::collections::BTreeSet<String> {
+    let mut denied = state.config.disallowed_functions_for(database_name);
+    denied.extend(
+        crate::engines::refused_functions(engine)
+            .iter()
+            .map(|f| (*f).to_owned()),
+    );
+    denied
 }

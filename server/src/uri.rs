@@ -17,6 +17,11 @@ pub enum Engine {
     Postgres,
     /// A local SQLite file (the embedded examples).
     Sqlite,
+    /// ClickHouse over its HTTP interface (`clickhousedb://`, `clickhouse+http://`,
+    /// `clickhouse://`).
+    ClickHouse,
+    /// MySQL or MariaDB (`mysql://`, `mysql+mysqldb://`, `mysql+pymysql://`, `mariadb://`).
+    MySql,
 }
 
 impl Engine {
@@ -25,6 +30,18 @@ impl Engine {
         match self {
             Engine::Postgres => "postgresql",
             Engine::Sqlite => "sqlite",
+            Engine::ClickHouse => "clickhousedb",
+            Engine::MySql => "mysql",
+        }
+    }
+
+    /// The port a URI without one reaches (libpq's, ClickHouse's HTTP, MySQL's).
+    pub fn default_port(self) -> Option<u16> {
+        match self {
+            Engine::Postgres => Some(5432),
+            Engine::Sqlite => None,
+            Engine::ClickHouse => Some(8123),
+            Engine::MySql => Some(3306),
         }
     }
 }
@@ -45,7 +62,9 @@ pub enum UriError {
     /// A scheme Liteset has no driver for.
     #[error(
         "Could not load database driver: {scheme}. Supported engines: postgresql:// \
-         (also postgresql+psycopg2://, postgres://) and sqlite:///path"
+         (also postgresql+psycopg2://, postgres://), clickhousedb:// (also clickhouse://, \
+         clickhouse+http://), mysql:// (also mysql+mysqldb://, mysql+pymysql://, mariadb://) \
+         and sqlite:///path"
     )]
     UnsupportedEngine {
         /// The scheme as given.
@@ -95,6 +114,13 @@ impl ConnectionUri {
         let engine = match dialect.as_str() {
             "postgresql" | "postgres" => Engine::Postgres,
             "sqlite" => Engine::Sqlite,
+            // clickhouse-connect's `clickhousedb://`; clickhouse-sqlalchemy's `clickhouse://`
+            // and `clickhouse+http://` (its native TCP driver is not spoken here).
+            "clickhousedb" => Engine::ClickHouse,
+            "clickhouse" if matches!(driver.as_deref(), None | Some("http" | "https")) => {
+                Engine::ClickHouse
+            }
+            "mysql" | "mariadb" => Engine::MySql,
             _ => {
                 return Err(UriError::UnsupportedEngine {
                     scheme: scheme.to_owned(),
@@ -130,8 +156,11 @@ impl ConnectionUri {
             .split('/')
             .next()
             .filter(|d| !d.is_empty())
-            .map(decode)
-            .ok_or(UriError::PostgresWithoutDatabase)?;
+            .map(decode);
+        // ClickHouse and MySQL connect without one (ClickHouse's `default`, MySQL's none).
+        if database.is_none() && engine == Engine::Postgres {
+            return Err(UriError::PostgresWithoutDatabase);
+        }
         Ok(ConnectionUri {
             engine,
             driver,
@@ -143,7 +172,7 @@ impl ConnectionUri {
                 .host_str()
                 .map(|h| h.trim_matches(['[', ']']).to_owned()),
             port: parsed.port(),
-            database: Some(database),
+            database,
             path: None,
             options: parsed
                 .query_pairs()
@@ -151,6 +180,36 @@ impl ConnectionUri {
                 .collect(),
             scheme: scheme_lc,
         })
+    }
+
+    /// The SQLAlchemy backend name (`get_backend_name()`): the dialect part of the scheme,
+    /// `postgres` read as `postgresql`.
+    pub fn backend(&self) -> &str {
+        match self.scheme.split('+').next().unwrap_or_default() {
+            "postgres" => "postgresql",
+            dialect => dialect,
+        }
+    }
+
+    /// The driver part of the scheme, if the URI names one.
+    pub fn driver(&self) -> Option<&str> {
+        self.driver.as_deref()
+    }
+
+    /// The schema an unqualified table name resolves in on a fresh connection: PostgreSQL's
+    /// `public`, SQLite's `main`, and for ClickHouse and MySQL (whose schemas are databases)
+    /// the URI's database (ClickHouse's `default` without one; empty for a MySQL URI without
+    /// one, where no unqualified name resolves).
+    pub fn default_schema(&self) -> String {
+        match self.engine {
+            Engine::Postgres => "public".to_owned(),
+            Engine::Sqlite => "main".to_owned(),
+            Engine::ClickHouse => match self.database.as_deref() {
+                None | Some(CLICKHOUSE_DEFAULT_DATABASE) => "default".to_owned(),
+                Some(db) => db.to_owned(),
+            },
+            Engine::MySql => self.database.clone().unwrap_or_default(),
+        }
     }
 
     /// Whether `self` (a URI sent back with the password mask) reaches the same account as
@@ -164,10 +223,7 @@ impl ConnectionUri {
                 .trim_end_matches('.')
                 .to_ascii_lowercase()
         };
-        let port = |u: &ConnectionUri| match u.engine {
-            Engine::Postgres => Some(u.port.unwrap_or(5432)),
-            Engine::Sqlite => u.port,
-        };
+        let port = |u: &ConnectionUri| u.port.or(u.engine.default_port());
         self.engine == stored.engine
             && host(self) == host(stored)
             && port(self) == port(stored)
@@ -253,8 +309,49 @@ impl fmt::Debug for ConnectionUri {
     }
 }
 
-/// The query option Superset's PostgreSQL form adds for "SSL" (`encryption_parameters`).
-const ENCRYPTION_OPTION: (&str, &str) = ("sslmode", "require");
+/// One engine's connection form (Superset's `BasicParametersMixin` on the engine's spec).
+#[derive(Clone, Copy, Debug)]
+struct Form {
+    engine: Engine,
+    /// `dialect+driver` of the URI the form builds (`{engine}+{default_driver}`).
+    scheme: &'static str,
+    /// The query option the form's "SSL" switch adds (`encryption_parameters`).
+    encryption: (&'static str, &'static str),
+    /// Whether `port` and `database` are required (`BasicParametersSchema`) or may be left
+    /// out (`ClickHouseParametersSchema`).
+    required: bool,
+}
+
+/// The connection forms, by the `engine` names Superset's `/database/available/` gives.
+fn form(engine: &str) -> Option<Form> {
+    let (engine, scheme, encryption, required) = match engine {
+        "postgresql" | "postgres" => (
+            Engine::Postgres,
+            "postgresql+psycopg2",
+            ("sslmode", "require"),
+            true,
+        ),
+        "clickhousedb" => (
+            Engine::ClickHouse,
+            "clickhousedb+connect",
+            ("secure", "true"),
+            false,
+        ),
+        "mysql" => (Engine::MySql, "mysql+mysqldb", ("ssl", "1"), true),
+        "mariadb" => (Engine::MySql, "mariadb+mysqldb", ("ssl", "1"), true),
+        _ => return None,
+    };
+    Some(Form {
+        engine,
+        scheme,
+        encryption,
+        required,
+    })
+}
+
+/// The database name clickhouse-connect's form writes when none is given (its
+/// `build_sqlalchemy_uri`): the server's default database.
+pub const CLICKHOUSE_DEFAULT_DATABASE: &str = "__default__";
 
 /// Why connection-form parameters do not make a URI: marshmallow-style messages by field
 /// (Superset's `BasicParametersSchema`), or an engine without a form.
@@ -279,9 +376,7 @@ impl ConnectionUri {
         params: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<ConnectionUri, ParametersError> {
         use serde_json::{Value, json};
-        if !matches!(engine, "postgresql" | "postgres") {
-            return Err(ParametersError::Engine);
-        }
+        let form = form(engine).ok_or(ParametersError::Engine)?;
         let mut errors = serde_json::Map::new();
         let mut text = |key: &str, required: bool, nullable: bool| -> Option<String> {
             match params.get(key) {
@@ -302,12 +397,14 @@ impl ConnectionUri {
                 }
             }
         };
-        let username = text("username", true, true);
+        let username = text("username", form.required, true);
         let password = text("password", false, true);
         let host = text("host", true, false);
-        let database = text("database", true, false);
+        let database = text("database", form.required, !form.required)
+            .filter(|d| form.required || !d.is_empty());
         // marshmallow's Integer takes 5432 and "5432".
         let port = match params.get("port") {
+            None | Some(Value::Null) if !form.required => None,
             None => {
                 errors.insert("port".into(), json!(["Missing data for required field."]));
                 None
@@ -371,13 +468,17 @@ impl ConnectionUri {
             return Err(ParametersError::Fields(Value::Object(errors)));
         }
         if encryption {
-            options.retain(|(k, _)| k != ENCRYPTION_OPTION.0);
-            options.push((ENCRYPTION_OPTION.0.into(), ENCRYPTION_OPTION.1.into()));
+            options.retain(|(k, _)| k != form.encryption.0);
+            options.push((form.encryption.0.into(), form.encryption.1.into()));
         }
         options.sort();
+        let database = match (form.engine, database) {
+            (Engine::ClickHouse, None) => Some(CLICKHOUSE_DEFAULT_DATABASE.to_owned()),
+            (_, database) => database,
+        };
         Ok(ConnectionUri {
-            engine: Engine::Postgres,
-            driver: Some("psycopg2".into()),
+            engine: form.engine,
+            driver: form.scheme.split_once('+').map(|(_, d)| d.to_owned()),
             username: username.filter(|u| !u.is_empty()),
             password,
             host: host.map(|h| h.trim_matches(['[', ']']).to_owned()),
@@ -385,24 +486,29 @@ impl ConnectionUri {
             database,
             path: None,
             options,
-            scheme: "postgresql+psycopg2".into(),
+            scheme: form.scheme.into(),
         })
     }
 
     /// The connection form's fields of this URI (Superset's `get_parameters_from_uri`), the
     /// password as the mask when `has_password`; empty for an engine without a form.
     pub fn parameters(&self, has_password: bool) -> serde_json::Value {
-        if self.engine != Engine::Postgres {
+        let dialect = self.scheme.split('+').next().unwrap_or_default();
+        let Some(form) = form(dialect).filter(|f| f.engine == self.engine) else {
             return serde_json::json!({});
-        }
+        };
         let encryption = self
             .options
             .iter()
-            .any(|(k, v)| (k.as_str(), v.as_str()) == ENCRYPTION_OPTION);
+            .any(|(k, v)| (k.as_str(), v.as_str()) == form.encryption);
+        let database = match self.database.as_deref() {
+            Some(CLICKHOUSE_DEFAULT_DATABASE) if self.engine == Engine::ClickHouse => Some(""),
+            other => other,
+        };
         let query: serde_json::Map<String, serde_json::Value> = self
             .options
             .iter()
-            .filter(|(k, v)| (k.as_str(), v.as_str()) != ENCRYPTION_OPTION)
+            .filter(|(k, v)| (k.as_str(), v.as_str()) != form.encryption)
             .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
             .collect();
         serde_json::json!({
@@ -410,7 +516,7 @@ impl ConnectionUri {
             "password": has_password.then_some(PASSWORD_MASK),
             "host": self.host,
             "port": self.port,
-            "database": self.database,
+            "database": database,
             "query": query,
             "encryption": encryption,
         })
@@ -543,6 +649,130 @@ mod tests {
     }
 
     #[test]
+    fn clickhouse_and_mysql_uris_parse_as_superset_spells_them() {
+        for (uri, engine, backend, port, database, default_schema) in [
+            (
+                "clickhousedb://u:p@h/sales",
+                Engine::ClickHouse,
+                "clickhousedb",
+                8123,
+                Some("sales"),
+                "sales",
+            ),
+            (
+                "clickhousedb+connect://h:8443/__default__?secure=true",
+                Engine::ClickHouse,
+                "clickhousedb",
+                8443,
+                Some("__default__"),
+                "default",
+            ),
+            (
+                "clickhouse+http://u@h:8124/",
+                Engine::ClickHouse,
+                "clickhouse",
+                8124,
+                None,
+                "default",
+            ),
+            (
+                "clickhouse://u@h",
+                Engine::ClickHouse,
+                "clickhouse",
+                8123,
+                None,
+                "default",
+            ),
+            (
+                "mysql://u:p@h/shop",
+                Engine::MySql,
+                "mysql",
+                3306,
+                Some("shop"),
+                "shop",
+            ),
+            (
+                "mysql+pymysql://u:p@h:3307/shop?charset=utf8mb4",
+                Engine::MySql,
+                "mysql",
+                3307,
+                Some("shop"),
+                "shop",
+            ),
+            (
+                "mysql+mysqldb://u@h",
+                Engine::MySql,
+                "mysql",
+                3306,
+                None,
+                "",
+            ),
+            (
+                "mariadb://u:p@h/shop",
+                Engine::MySql,
+                "mariadb",
+                3306,
+                Some("shop"),
+                "shop",
+            ),
+        ] {
+            let u = ConnectionUri::parse(uri).unwrap();
+            assert_eq!(u.engine, engine, "{uri}");
+            assert_eq!(u.backend(), backend, "{uri}");
+            assert_eq!(u.port.or(u.engine.default_port()), Some(port), "{uri}");
+            assert_eq!(u.database.as_deref(), database, "{uri}");
+            assert_eq!(u.default_schema(), default_schema, "{uri}");
+            assert!(!format!("{u:?}").contains(":p@"), "{uri}");
+        }
+        // The mask only stands in for the same account, default ports included.
+        let stored = ConnectionUri::parse("mysql://u:secret@h/shop").unwrap();
+        let mut same = ConnectionUri::parse("mysql://u:XXXXXXXXXX@h:3306/other").unwrap();
+        same.unmask(&stored).unwrap();
+        assert_eq!(same.password.as_deref(), Some("secret"));
+        let mut other = ConnectionUri::parse("mysql://u:XXXXXXXXXX@h:3307/shop").unwrap();
+        assert_eq!(other.unmask(&stored), Err(UriError::MaskForOtherAccount));
+    }
+
+    #[test]
+    fn clickhouse_and_mysql_forms_build_their_specs_uris() {
+        let ch = ConnectionUri::from_parameters(
+            "clickhousedb",
+            &params(serde_json::json!({"host": "ch.example", "encryption": true})),
+        )
+        .unwrap();
+        assert_eq!(ch.engine, Engine::ClickHouse);
+        assert_eq!(
+            ch.masked(),
+            "clickhousedb+connect://ch.example/__default__?secure=true"
+        );
+        assert_eq!(
+            ch.parameters(false),
+            serde_json::json!({"username": null, "password": null, "host": "ch.example",
+                "port": null, "database": "", "query": {}, "encryption": true})
+        );
+        let my = ConnectionUri::from_parameters(
+            "mariadb",
+            &params(
+                serde_json::json!({"host": "h", "port": 3306, "database": "shop",
+                "username": "u", "password": "pw", "encryption": true}),
+            ),
+        )
+        .unwrap();
+        assert_eq!(my.engine, Engine::MySql);
+        assert_eq!(
+            my.masked(),
+            "mariadb+mysqldb://u:XXXXXXXXXX@h:3306/shop?ssl=1"
+        );
+        let stored = ConnectionUri::parse(&my.without_password()).unwrap();
+        assert_eq!(stored.parameters(false)["encryption"], true);
+        // MySQL's form is the basic one: port and database required.
+        assert!(matches!(
+            ConnectionUri::from_parameters("mysql", &params(serde_json::json!({"host": "h"}))),
+            Err(ParametersError::Fields(_))
+        ));
+    }
+
+    #[test]
     fn bad_connection_form_parameters_name_their_fields() {
         let err =
             |v: serde_json::Value| match ConnectionUri::from_parameters("postgresql", &params(v)) {
@@ -573,9 +803,16 @@ mod tests {
 
     #[test]
     fn other_engines_are_refused_naming_the_supported_ones() {
-        let err = ConnectionUri::parse("mysql://u:p@h/db").unwrap_err();
-        assert!(err.to_string().contains("postgresql://"), "{err}");
-        assert!(err.to_string().contains("mysql"));
+        for uri in [
+            "mssql+pyodbc://u:p@h/db",
+            "clickhouse+native://u:p@h/db",
+            "oracle://u@h/db",
+        ] {
+            let err = ConnectionUri::parse(uri).unwrap_err();
+            assert!(err.to_string().contains("postgresql://"), "{err}");
+            assert!(err.to_string().contains("clickhousedb://"), "{err}");
+            assert!(err.to_string().contains("mariadb://"), "{err}");
+        }
         assert_eq!(ConnectionUri::parse("not a uri"), Err(UriError::Malformed));
         assert_eq!(ConnectionUri::parse(""), Err(UriError::Malformed));
     }

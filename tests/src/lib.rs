@@ -38,6 +38,8 @@
 //! that secrets are not logged), and a test that panics prints them when its server is dropped.
 #![warn(missing_docs)]
 
+pub mod mariadb;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -48,6 +50,8 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
+
+pub mod clickhouse;
 
 #[doc(hidden)]
 pub use paste as __paste;

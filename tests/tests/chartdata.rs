@@ -489,3 +489,282 @@ async fn golden_chart_data_cases_match_superset() {
     );
     assert_eq!(passed, files.len());
 }
+
+// ---------------------------------------------------------------------------------------------
+// ClickHouse: a Distributed table over two shards answers as PostgreSQL does on the same rows
+// ---------------------------------------------------------------------------------------------
+
+/// SSB-style lineorder rows, deterministic: (id, order date, order time, region, category,
+/// revenue, quantity, discount or NULL).
+#[allow(clippy::type_complexity)]
+fn lineorder_rows() -> Vec<(
+    u32,
+    String,
+    String,
+    &'static str,
+    String,
+    i64,
+    u32,
+    Option<f64>,
+)> {
+    const REGIONS: [&str; 5] = ["AMERICA", "ASIA", "EUROPE", "AFRICA", "MIDDLE EAST"];
+    let start = chrono::NaiveDate::from_ymd_opt(2023, 1, 1).expect("date");
+    (0..3000u32)
+        .map(|i| {
+            let day = start + chrono::Duration::days(i64::from(i * 7 % 730));
+            let ts = day.and_hms_opt(0, 0, 0).expect("ts")
+                + chrono::Duration::seconds(i64::from(i * 37 % 86_400));
+            (
+                i,
+                day.format("%Y-%m-%d").to_string(),
+                ts.format("%Y-%m-%d %H:%M:%S").to_string(),
+                REGIONS[(i % 5) as usize],
+                format!("MFGR#{}{}", 1 + i % 5, 1 + (i / 5) % 5),
+                i64::from(i * 7919 % 100_000),
+                1 + i % 50,
+                (i % 13 != 0).then_some(f64::from(i % 10)),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn clickhouse_distributed_chart_data_matches_postgres() {
+    use liteset_tests::clickhouse::{exec, start_servers};
+    let cluster = tokio::task::spawn_blocking(|| start_servers(2, "liteset_two"))
+        .await
+        .expect("join")
+        .expect("two ClickHouse servers");
+    let rows = lineorder_rows();
+
+    // ClickHouse: a local table on each shard, the Distributed table on the first server.
+    let db = "ssb";
+    for http in &cluster.http {
+        exec(http, &format!("CREATE DATABASE IF NOT EXISTS {db}"))
+            .await
+            .expect("db");
+        exec(
+            http,
+            &format!(
+                "CREATE TABLE {db}.lineorder_local (id UInt32, lo_orderdate Date, \
+                 lo_orderts DateTime, c_region String, p_category String, \
+                 lo_revenue Int64, lo_quantity UInt32, lo_discount Nullable(Float64)) \
+                 ENGINE = MergeTree ORDER BY id"
+            ),
+        )
+        .await
+        .expect("local table");
+    }
+    let first = &cluster.http[0];
+    exec(
+        first,
+        &format!(
+            "CREATE TABLE {db}.lineorder AS {db}.lineorder_local \
+             ENGINE = Distributed({}, {db}, lineorder_local, id)",
+            cluster.cluster
+        ),
+    )
+    .await
+    .expect("distributed table");
+    let values: Vec<String> = rows
+        .iter()
+        .map(|(id, d, ts, r, c, rev, q, disc)| {
+            let disc = disc.map_or("NULL".to_owned(), |v| v.to_string());
+            format!("({id}, '{d}', '{ts}', '{r}', '{c}', {rev}, {q}, {disc})")
+        })
+        .collect();
+    // Synchronous, so every row is on its shard when the INSERT answers.
+    exec(
+        &format!("{first}?insert_distributed_sync=1"),
+        &format!("INSERT INTO {db}.lineorder VALUES {}", values.join(", ")),
+    )
+    .await
+    .expect("insert through the Distributed table");
+    let total = exec(first, &format!("SELECT count() FROM {db}.lineorder"))
+        .await
+        .expect("count");
+    assert_eq!(total.trim(), "3000");
+    for http in &cluster.http {
+        let local = exec(http, &format!("SELECT count() FROM {db}.lineorder_local"))
+            .await
+            .expect("local count");
+        let n: u32 = local.trim().parse().expect("n");
+        assert!(
+            n > 500 && n < 2500,
+            "each shard holds part of the rows: {n}"
+        );
+    }
+
+    // PostgreSQL: the same rows.
+    let pg_url = pg().await.fresh_database().await;
+    let (client, conn) = tokio_postgres::connect(&pg_url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(conn);
+    let pg_values: Vec<String> = rows
+        .iter()
+        .map(|(id, d, ts, r, c, rev, q, disc)| {
+            let disc = disc.map_or("NULL".to_owned(), |v| v.to_string());
+            format!("({id}, '{d}', '{ts}', '{r}', '{c}', {rev}, {q}, {disc})")
+        })
+        .collect();
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE lineorder (id integer PRIMARY KEY, lo_orderdate date, \
+             lo_orderts timestamp, c_region text, p_category text, lo_revenue bigint, \
+             lo_quantity integer, lo_discount double precision); \
+             INSERT INTO lineorder VALUES {};",
+            pg_values.join(", ")
+        ))
+        .await
+        .expect("pg rows");
+
+    let server = TestServer::builder().start().await.expect("server");
+    let api = Api::login(&server, "admin", liteset_tests::ADMIN_PASSWORD).await;
+    let port = cluster.http[0]
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .expect("port")
+        .to_owned();
+    let mut ids = Vec::new();
+    for (name, uri, schema) in [
+        (
+            "ch",
+            format!("clickhousedb://default@127.0.0.1:{port}/{db}"),
+            db,
+        ),
+        ("pg", pg_url.clone(), "public"),
+    ] {
+        let (s, d) = api
+            .post(
+                "/api/v1/database/",
+                json!({"database_name": name, "sqlalchemy_uri": uri, "expose_in_sqllab": true}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{d}");
+        let database = d["id"].as_i64().expect("id");
+        let (s, ds) = api
+            .post(
+                "/api/v1/dataset/",
+                json!({"database": database, "schema": schema, "table_name": "lineorder"}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::CREATED, "{ds}");
+        ids.push((database, ds["id"].as_i64().expect("dataset id")));
+    }
+
+    let sum = |col: &str, label: &str| {
+        json!({"expressionType": "SIMPLE", "column": {"column_name": col},
+               "aggregate": "SUM", "label": label})
+    };
+    let agg = |col: &str, f: &str, label: &str| {
+        json!({"expressionType": "SIMPLE", "column": {"column_name": col},
+               "aggregate": f, "label": label})
+    };
+    let axis = |col: &str, grain: &str| {
+        json!({"columnType": "BASE_AXIS", "sqlExpression": col, "label": col,
+               "expressionType": "SQL", "timeGrain": grain})
+    };
+    let queries = vec![
+        // Group by, two metrics, order by a metric, row limit.
+        json!({"columns": ["c_region"], "metrics": ["count", sum("lo_revenue", "revenue")],
+               "orderby": [[sum("lo_revenue", "revenue"), false]], "row_limit": 10}),
+        // Month grain on a Date column, time range, order by time.
+        json!({"columns": [axis("lo_orderdate", "P1M")], "metrics": [sum("lo_quantity", "qty")],
+               "orderby": [["lo_orderdate", true]],
+               "filters": [{"col": "lo_orderdate", "op": "TEMPORAL_RANGE",
+                            "val": "2023-03-01 : 2023-09-01"}]}),
+        // Week grain on a DateTime column, IN and LIKE filters.
+        json!({"columns": [axis("lo_orderts", "P1W"), "c_region"], "metrics": ["count"],
+               "orderby": [["lo_orderts", true], ["c_region", true]],
+               "filters": [{"col": "lo_orderts", "op": "TEMPORAL_RANGE",
+                            "val": "2024-01-01T00:00:00 : 2024-03-01T00:00:00"},
+                           {"col": "c_region", "op": "IN", "val": ["ASIA", "EUROPE"]},
+                           {"col": "p_category", "op": "LIKE", "val": "MFGR#1%"}]}),
+        // IS NULL, order by a column.
+        json!({"columns": ["p_category"], "metrics": ["count"],
+               "orderby": [["p_category", true]],
+               "filters": [{"col": "lo_discount", "op": "IS NULL"}]}),
+        // ILIKE, NOT IN, IS NOT NULL, MIN/MAX/AVG of a nullable float.
+        json!({"columns": ["c_region"],
+               "metrics": [agg("lo_discount", "MAX", "mx"), agg("lo_discount", "MIN", "mn"),
+                           agg("lo_discount", "AVG", "av")],
+               "orderby": [["c_region", true]],
+               "filters": [{"col": "c_region", "op": "ILIKE", "val": "%a%"},
+                           {"col": "p_category", "op": "NOT IN", "val": ["MFGR#11"]},
+                           {"col": "lo_discount", "op": "IS NOT NULL"}]}),
+        // Series limit: the top 2 regions by revenue, per category.
+        json!({"columns": ["c_region", "p_category"], "metrics": [sum("lo_revenue", "revenue")],
+               "series_columns": ["c_region"], "series_limit": 2,
+               "series_limit_metric": sum("lo_revenue", "revenue"),
+               "orderby": [[sum("lo_revenue", "revenue"), false]], "row_limit": 100}),
+        // Day grain with a numeric comparison filter and a WHERE fragment.
+        json!({"columns": [axis("lo_orderdate", "P1D")], "metrics": ["count"],
+               "orderby": [["lo_orderdate", true]], "row_limit": 20,
+               "filters": [{"col": "lo_quantity", "op": ">=", "val": 25}],
+               "extras": {"where": "lo_revenue > 1000"}}),
+        // Year and quarter grains.
+        json!({"columns": [axis("lo_orderts", "P3M")], "metrics": [sum("lo_revenue", "revenue")],
+               "orderby": [["lo_orderts", true]]}),
+        // Raw rows, ordered, limited.
+        json!({"columns": ["id", "c_region", "lo_revenue", "lo_orderdate"],
+               "orderby": [["id", true]], "row_limit": 5,
+               "filters": [{"col": "id", "op": "<", "val": 20}]}),
+    ];
+    for (i, q) in queries.iter().enumerate() {
+        let mut answers = Vec::new();
+        for (_, ds) in &ids {
+            let (s, r) = api
+                .post(
+                    "/api/v1/chart/data",
+                    json!({"datasource": {"id": ds, "type": "table"}, "queries": [q],
+                           "result_type": "full"}),
+                )
+                .await;
+            assert_eq!(s, StatusCode::OK, "query {i} on dataset {ds}: {r}");
+            answers.push(r["result"][0].clone());
+        }
+        let (ch, pg) = (&answers[0], &answers[1]);
+        assert!(
+            ch["rowcount"].as_u64().is_some_and(|n| n > 0),
+            "query {i} returns rows: {ch}"
+        );
+        assert_eq!(ch["colnames"], pg["colnames"], "query {i}");
+        assert_eq!(ch["rowcount"], pg["rowcount"], "query {i}");
+        assert!(
+            same(&ch["data"], &pg["data"]),
+            "query {i}: ClickHouse {}\nPostgreSQL {}\nSQL: {}",
+            ch["data"],
+            pg["data"],
+            ch["query"]
+        );
+    }
+
+    // SQL Lab on the Distributed table answers as PostgreSQL does.
+    let sql = "SELECT c_region, count(*) AS n, sum(lo_revenue) AS revenue FROM lineorder \
+               WHERE lo_orderdate >= '2023-06-01' GROUP BY c_region ORDER BY c_region";
+    let mut answers = Vec::new();
+    for (database, _) in &ids {
+        let (s, r) = api
+            .post(
+                "/api/v1/sqllab/execute/",
+                json!({"database_id": database, "sql": sql, "runAsync": false}),
+            )
+            .await;
+        assert_eq!(s, StatusCode::OK, "{r}");
+        answers.push(r["data"].clone());
+    }
+    assert_eq!(
+        answers[0].as_array().map(Vec::len),
+        Some(5),
+        "{}",
+        answers[0]
+    );
+    assert!(
+        same(&answers[0], &answers[1]),
+        "{} vs {}",
+        answers[0],
+        answers[1]
+    );
+}

@@ -855,7 +855,8 @@ async fn time_range_resolution() {
     );
 }
 
-/// The connection dialog's engine list: Liteset's two engines in Superset's shape.
+/// The connection dialog's engine list: the engine specs Liteset speaks, in Superset's shape
+/// and order (preferred ones first, then by name).
 #[tokio::test]
 async fn database_available_engines() {
     let server = TestServer::builder().start().await.unwrap();
@@ -864,7 +865,17 @@ async fn database_available_engines() {
     assert_eq!(s, StatusCode::OK, "{r}");
     let dbs = r["databases"].as_array().unwrap();
     let names: Vec<&str> = dbs.iter().map(|d| d["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["PostgreSQL", "SQLite"]);
+    assert_eq!(
+        names,
+        [
+            "PostgreSQL",
+            "MySQL",
+            "SQLite",
+            "ClickHouse",
+            "ClickHouse Connect (Superset)",
+            "MariaDB"
+        ]
+    );
     let pg = &dbs[0];
     assert_eq!(pg["engine"], "postgresql");
     assert_eq!(pg["available_drivers"], json!(["psycopg2"]));
@@ -887,7 +898,7 @@ async fn database_available_engines() {
         json!({"supports_file_upload": true, "disable_ssh_tunneling": false,
                "supports_dynamic_catalog": true, "supports_oauth2": false})
     );
-    let lite = &dbs[1];
+    let lite = &dbs[2];
     assert_eq!(lite["engine"], "sqlite");
     assert_eq!(lite["available_drivers"], json!(["pysqlite"]));
     assert_eq!(lite["engine_information"]["disable_ssh_tunneling"], true);
@@ -895,6 +906,23 @@ async fn database_available_engines() {
         lite.get("parameters").is_none() && lite.get("default_driver").is_none(),
         "{lite}"
     );
+    let mysql = &dbs[1];
+    assert_eq!(mysql["engine"], "mysql");
+    assert_eq!(mysql["default_driver"], "mysqldb");
+    assert_eq!(mysql["parameters"], pg["parameters"]);
+    let ch = &dbs[4];
+    assert_eq!(ch["engine"], "clickhousedb");
+    assert_eq!(ch["default_driver"], "connect");
+    assert_eq!(ch["preferred"], false);
+    assert_eq!(ch["parameters"]["required"], json!(["host"]));
+    assert_eq!(
+        ch["parameters"]["properties"]["port"],
+        json!({"type": "integer", "nullable": true, "description": "Database port",
+               "minimum": 0, "maximum": 65535})
+    );
+    assert_eq!(ch["engine_information"]["supports_file_upload"], false);
+    assert!(dbs[3].get("parameters").is_none(), "{}", dbs[3]);
+    assert_eq!(dbs[5]["engine"], "mariadb");
 
     let anon = reqwest::Client::new();
     let resp = anon

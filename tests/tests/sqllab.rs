@@ -804,3 +804,500 @@ both_backends! {
         assert_eq!(list["count"], 0);
     }
 }
+
+/// Statements the MariaDB test server runs whose text contains `marker` (seen as the admin
+/// user, through the engine layer).
+async fn mysql_active(engines: &liteset::engines::Engines, admin_url: &str, marker: &str) -> i64 {
+    let spec = liteset::engines::ConnectionSpec {
+        database_id: 1,
+        uri: liteset::uri::ConnectionUri::parse(admin_url).unwrap(),
+        revision: "1".into(),
+        options: None,
+        server_cert: None,
+    };
+    let rs = engines
+        .execute(
+            &spec,
+            &format!(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE INFO LIKE '%{marker}%' AND ID <> CONNECTION_ID()"
+            ),
+            liteset::engines::ExecOptions {
+                read_only: true,
+                max_rows: 10,
+            },
+        )
+        .await
+        .unwrap();
+    match rs.rows[0][0] {
+        liteset::engines::Cell::Int(n) => n,
+        ref other => panic!("{other:?}"),
+    }
+}
+
+fn num(v: &Value) -> f64 {
+    v.as_f64()
+        .or_else(|| v.as_str().and_then(|s| s.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+#[tokio::test]
+async fn mysql_sqllab_datasets_charts_and_stop() {
+    let Some(my) = liteset_tests::mariadb::mariadb() else {
+        return;
+    };
+    let server = TestServer::builder()
+        // SLEEP stands in for a slow query: allow it; MySQL's always-refused list stays.
+        .env("LITESET_DISALLOWED_FUNCTIONS", "version")
+        .start()
+        .await
+        .unwrap();
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let rw = add_database(&api, "my_rw", &my.admin_url, json!({"allow_dml": true})).await;
+    for sql in [
+        "DROP TABLE IF EXISTS http_sales",
+        "CREATE TABLE http_sales (id INT AUTO_INCREMENT PRIMARY KEY, region VARCHAR(20) NOT NULL, \
+         amount DECIMAL(10,2), sold_at DATETIME, active TINYINT(1))",
+        "INSERT INTO http_sales (region, amount, sold_at, active) VALUES \
+         ('north', 10.5, '2024-01-01 10:00:00', 1), ('south', 20, '2024-02-01 00:00:00', 0), \
+         ('east', 5, '2024-01-15 12:00:00', 1), ('north', 1.5, '2024-02-03 08:00:00', 0)",
+    ] {
+        let (s, r) = run(&api, rw, sql).await;
+        assert_eq!(s, StatusCode::OK, "{sql}: {r}");
+    }
+    let ro = add_database(
+        &api,
+        "my_ro",
+        &my.reader_url,
+        json!({"allow_run_async": true}),
+    )
+    .await;
+
+    // The connection test and the catalog through the API.
+    let (s, r) = api
+        .post(
+            "/api/v1/database/test_connection/",
+            json!({"sqlalchemy_uri": my.reader_url, "database_name": "t"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let (s, r) = api.get(&format!("/api/v1/database/{ro}/schemas/")).await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["result"], json!(["liteset_test"]));
+
+    // SQL Lab.
+    let (s, r) = run(
+        &api,
+        ro,
+        "SELECT region, SUM(amount) AS total, MIN(sold_at) AS first_sale \
+         FROM http_sales GROUP BY region ORDER BY region",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    let data = r["data"].as_array().unwrap();
+    let got: Vec<(&str, f64)> = data
+        .iter()
+        .map(|row| (row["region"].as_str().unwrap(), num(&row["total"])))
+        .collect();
+    assert_eq!(got, vec![("east", 5.0), ("north", 12.0), ("south", 20.0)]);
+    // Writes are refused on the read-only database, by parsing and by the server.
+    for sql in [
+        "DELETE FROM http_sales",
+        "SELECT * FROM http_sales INTO OUTFILE '/tmp/x'",
+        "SET @a = 1",
+        "LOAD DATA INFILE '/etc/passwd' INTO TABLE http_sales",
+    ] {
+        let (s, r) = run(&api, ro, sql).await;
+        assert_ne!(s, StatusCode::OK, "{sql}: {r}");
+    }
+
+    // A dataset on the table and chart data with a time grain, filters, order and limit.
+    let (s, ds) = api
+        .post(
+            "/api/v1/dataset/",
+            json!({"database": ro, "schema": "liteset_test", "table_name": "http_sales"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ds}");
+    let ds = ds["id"].as_i64().unwrap();
+    let total = json!({"expressionType": "SIMPLE", "column": {"column_name": "amount"},
+                       "aggregate": "SUM", "label": "total"});
+    let (s, body) = api
+        .post(
+            "/api/v1/chart/data",
+            json!({"datasource": {"id": ds, "type": "table"},
+                   "queries": [{"columns": [{"columnType": "BASE_AXIS", "sqlExpression": "sold_at",
+                                             "label": "sold_at", "timeGrain": "P1M",
+                                             "expressionType": "SQL"}, "region"],
+                                "metrics": [total],
+                                "filters": [{"col": "region", "op": "IN", "val": ["north", "east"]},
+                                            {"col": "region", "op": "ILIKE", "val": "%OR%"}],
+                                "orderby": [[total, false]],
+                                "row_limit": 10}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{body}");
+    let r = &body["result"][0];
+    let rows: Vec<(f64, &str, f64)> = r["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            (
+                num(&row["sold_at"]),
+                row["region"].as_str().unwrap(),
+                num(&row["total"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (1_704_067_200_000.0, "north", 10.5),
+            (1_706_745_600_000.0, "north", 1.5),
+        ],
+        "{body}"
+    );
+    assert!(
+        r["query"].as_str().unwrap_or("").contains("`http_sales`") || r["query"].is_null(),
+        "{body}"
+    );
+
+    // Hostile fragments and dataset SQL are refused before reaching the server.
+    for metric in [
+        "SUM(amount) /*! , LOAD_FILE('/etc/passwd') */",
+        "LOAD_FILE('/etc/passwd')",
+        "load_file /* x */ ('/etc/passwd')",
+        "SUM(amount) --\u{a0}x, LOAD_FILE('/etc/passwd')",
+        "GET_LOCK('x', 10)",
+    ] {
+        let (s, body) = api
+            .post(
+                "/api/v1/chart/data",
+                json!({"datasource": {"id": ds, "type": "table"},
+                       "queries": [{"columns": ["region"],
+                                    "metrics": [{"expressionType": "SQL", "sqlExpression": metric,
+                                                 "label": "m"}],
+                                    "row_limit": 10}]}),
+            )
+            .await;
+        assert_ne!(s, StatusCode::OK, "{metric}: {body}");
+    }
+    for where_ in [
+        "1=1 /*!50000 ) UNION SELECT LOAD_FILE('/etc/passwd') -- */",
+        "region = 'x\\') OR (1=1",
+        "sys_exec('id') = 0",
+    ] {
+        let (s, body) = api
+            .post(
+                "/api/v1/chart/data",
+                json!({"datasource": {"id": ds, "type": "table"},
+                       "queries": [{"columns": ["region"], "metrics": [total],
+                                    "extras": {"where": where_}, "row_limit": 10}]}),
+            )
+            .await;
+        assert_ne!(s, StatusCode::OK, "{where_}: {body}");
+    }
+    // Dataset SQL: creating one only prepares it (never runs it); what cannot be a query is
+    // refused at once, and a chart on a dataset calling a refused function is refused.
+    for sql in [
+        "SELECT 1 AS a INTO OUTFILE '/tmp/x'",
+        "DELETE FROM http_sales",
+    ] {
+        let (s, body) = api
+            .post(
+                "/api/v1/dataset/",
+                json!({"database": ro, "schema": "liteset_test", "table_name": "evil_ds",
+                       "sql": sql}),
+            )
+            .await;
+        assert_ne!(s, StatusCode::CREATED, "{sql}: {body}");
+    }
+    for (name, sql) in [
+        ("evil_file", "SELECT LOAD_FILE('/etc/passwd') AS f"),
+        (
+            "evil_comment",
+            "SELECT 1 AS f /*! , LOAD_FILE('/etc/passwd') */",
+        ),
+    ] {
+        let (s, evil) = api
+            .post(
+                "/api/v1/dataset/",
+                json!({"database": ro, "schema": "liteset_test", "table_name": name, "sql": sql}),
+            )
+            .await;
+        if s == StatusCode::CREATED {
+            let evil = evil["id"].as_i64().unwrap();
+            let (s, body) = api
+                .post(
+                    "/api/v1/chart/data",
+                    json!({"datasource": {"id": evil, "type": "table"},
+                       "queries": [{"columns": ["f"], "row_limit": 10}]}),
+                )
+                .await;
+            assert_ne!(s, StatusCode::OK, "{body}");
+            assert!(!body.to_string().contains("root:x:0"), "{body}");
+        }
+    }
+    for sql in [
+        "SELECT LOAD_FILE('/etc/passwd')",
+        "SELECT `LOAD_FILE`('/etc/passwd')",
+        "SELECT 1 /*! , LOAD_FILE('/etc/passwd') */",
+        "SELECT 1 /*M!100000 , LOAD_FILE('/etc/passwd') */",
+        "SELECT 'a\\'', LOAD_FILE('/etc/passwd') -- '",
+        "SELECT 1 --\u{a0}x, LOAD_FILE('/etc/passwd')\nFROM (SELECT 1 AS `\u{a0}x`) s",
+        "SELECT GET_LOCK('x', 1)",
+        "HANDLER http_sales OPEN",
+        "LOCK TABLES http_sales READ",
+        "DO 1",
+        "CALL p()",
+    ] {
+        let (s, r) = run(&api, ro, sql).await;
+        assert_ne!(s, StatusCode::OK, "{sql}: {r}");
+        assert!(!r.to_string().contains("root:x:0"), "{sql}: {r}");
+    }
+    // Even on a DML-allowed database, the always-refused functions stay refused.
+    let (s, r) = run(&api, rw, "SELECT LOAD_FILE('/etc/passwd')").await;
+    assert_ne!(s, StatusCode::OK, "{r}");
+
+    // Stop: the running statement is killed inside MariaDB.
+    let engines = liteset::engines::Engines::new(
+        liteset::engines::EngineOptions::default(),
+        liteset::engines::ConnectionGuard::unrestricted(),
+    );
+    let (s, r) = api
+        .post(
+            "/api/v1/sqllab/execute/",
+            json!({"database_id": ro, "client_id": "mystop01", "runAsync": true,
+                   "sql": "SELECT SLEEP(30) AS marker_my_stop"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{r}");
+    assert!(
+        eventually(Duration::from_secs(5), || async {
+            mysql_active(&engines, &my.admin_url, "marker_my_stop").await == 1
+        })
+        .await,
+        "the async statement never started"
+    );
+    let (s, r) = api
+        .post("/api/v1/query/stop", json!({"client_id": "mystop01"}))
+        .await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"result": "OK"})));
+    assert!(
+        eventually(Duration::from_secs(2), || async {
+            mysql_active(&engines, &my.admin_url, "marker_my_stop").await == 0
+        })
+        .await,
+        "the stopped statement still runs"
+    );
+    let (s, r) = run(&api, ro, "SELECT COUNT(*) AS n FROM http_sales").await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(r["data"], json!([{"n": 4}]));
+}
+
+/// SQL Lab, chart data and stop against ClickHouse (the server tests/run starts): results,
+/// read-only refusals by parsing and by the server, the always-refused table functions in
+/// every spelling, and a stopped query killed inside ClickHouse.
+#[tokio::test]
+async fn sqllab_on_clickhouse() {
+    let ch = liteset_tests::clickhouse::clickhouse().await;
+    let db = ch.fresh_database().await;
+    ch.exec(&format!(
+        "CREATE TABLE {db}.sales (id UInt32, region String, amount Decimal(10, 2), \
+         sold_at DateTime, day Date, note Nullable(String)) ENGINE = MergeTree ORDER BY id"
+    ))
+    .await;
+    ch.exec(&format!(
+        "INSERT INTO {db}.sales VALUES (1, 'north', 10.50, '2024-01-01 10:00:00', '2024-01-01', NULL), \
+         (2, 'south', 20.00, '2024-02-01 00:00:00', '2024-02-01', 'it''s'), \
+         (3, 'north', 5.25, '2024-02-15 12:30:00', '2024-02-15', 'x')"
+    ))
+    .await;
+    let server = TestServer::builder().start().await.unwrap();
+    let api = Api::login(&server, "admin", ADMIN_PASSWORD).await;
+    let ro = add_database(
+        &api,
+        "ch",
+        &ch.url_for("default", None, &db),
+        json!({"allow_run_async": true}),
+    )
+    .await;
+    let rw = add_database(
+        &api,
+        "ch_rw",
+        &ch.url_for("default", None, &db),
+        json!({"allow_dml": true}),
+    )
+    .await;
+
+    let (s, r) = run(
+        &api,
+        ro,
+        "SELECT region, count() AS n, sum(amount) AS total, max(sold_at) AS last, \
+         any(note) AS note FROM sales WHERE region = 'north' GROUP BY region",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(
+        r["data"],
+        json!([{"region": "north", "n": 2, "total": 15.75,
+                "last": 1_708_000_200_000_i64, "note": null}]),
+        "{r}"
+    );
+    let (s, r) = run(&api, ro, "SELECT note FROM sales WHERE id = 2").await;
+    assert_eq!(
+        (s, r["data"].clone()),
+        (StatusCode::OK, json!([{"note": "it's"}]))
+    );
+
+    // Writes are refused without allow_dml (by parsing), and by the server's readonly=1.
+    for sql in [
+        "INSERT INTO sales (id) VALUES (9)",
+        "ALTER TABLE sales DELETE WHERE 1",
+        "DROP TABLE sales",
+        "SELECT 1; TRUNCATE TABLE sales",
+    ] {
+        let (s, r) = run(&api, ro, sql).await;
+        assert_eq!(error_type(&r), "DML_NOT_ALLOWED_ERROR", "{sql}: {s} {r}");
+    }
+    // A query's own SETTINGS cannot lift readonly.
+    let (s, r) = run(&api, ro, "SELECT 1 AS x SETTINGS readonly = 0").await;
+    assert!(!s.is_success(), "{r}");
+    let (s, r) = run(&api, ro, "SELECT count() AS n FROM sales").await;
+    assert_eq!((s, r["data"].clone()), (StatusCode::OK, json!([{"n": 3}])));
+
+    // Table functions that reach outside, in every spelling and position, even with DML.
+    for sql in [
+        "SELECT * FROM url('http://127.0.0.1:1/', CSV, 'a String')",
+        "SELECT * FROM URL ('http://127.0.0.1:1/', CSV, 'a String')",
+        "SELECT * FROM `file`('x.csv', CSV, 'a String')",
+        "SELECT * FROM file /* c */ ('x.csv', CSV, 'a String')",
+        "SELECT * FROM sales WHERE id IN (SELECT toUInt32(a) FROM remote('127.0.0.1', system.one))",
+        "SELECT * FROM sales AS s JOIN url('http://127.0.0.1:1/', CSV, 'id UInt32') AS u ON s.id = u.id",
+        "WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x",
+        "SELECT * FROM default.url('http://127.0.0.1:1/', CSV, 'a String')",
+        "SELECT \"a\\\" AS b, \" , url('http://127.0.0.1:1/', CSV, 'a String') -- \"",
+        "SELECT 1 /* /* */ , url('http://127.0.0.1:1/', CSV, 'a String') -- */",
+    ] {
+        for database in [ro, rw] {
+            let (s, r) = run(&api, database, sql).await;
+            assert!(
+                s == StatusCode::BAD_REQUEST || s == StatusCode::UNPROCESSABLE_ENTITY,
+                "{sql}: {s} {r}"
+            );
+            assert_eq!(error_type(&r), "INVALID_SQL_ERROR", "{sql}: {r}");
+        }
+    }
+    // DML when allowed.
+    let (s, r) = run(
+        &api,
+        rw,
+        "INSERT INTO sales (id, region) VALUES (9, 'east')",
+    )
+    .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(
+        ch.exec(&format!("SELECT region FROM {db}.sales WHERE id = 9"))
+            .await
+            .trim(),
+        "east"
+    );
+
+    // Chart data on a ClickHouse table: metrics, group by, a time grain, filters, order, limit.
+    let (s, ds) = api
+        .post(
+            "/api/v1/dataset/",
+            json!({"database": ro, "schema": db, "table_name": "sales"}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::CREATED, "{ds}");
+    let ds = ds["id"].as_i64().unwrap();
+    let total = json!({"expressionType": "SIMPLE", "column": {"column_name": "amount"},
+                       "aggregate": "SUM", "label": "total"});
+    let (s, r) = api
+        .post(
+            "/api/v1/chart/data",
+            json!({"datasource": {"id": ds, "type": "table"},
+                   "queries": [{"columns": [{"columnType": "BASE_AXIS", "sqlExpression": "sold_at",
+                                             "label": "sold_at", "expressionType": "SQL",
+                                             "timeGrain": "P1M"}, "region"],
+                                "metrics": ["count", total],
+                                "orderby": [["sold_at", true], ["region", true]],
+                                "row_limit": 10,
+                                "filters": [{"col": "sold_at", "op": "TEMPORAL_RANGE",
+                                             "val": "2024-01-01 : 2024-03-01"},
+                                            {"col": "region", "op": "IN", "val": ["north", "south"]},
+                                            {"col": "note", "op": "IS NOT NULL"}]}]}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::OK, "{r}");
+    assert_eq!(
+        r["result"][0]["data"],
+        json!([{"sold_at": 1_706_745_600_000_i64, "region": "north", "count": 1, "total": 5.25},
+               {"sold_at": 1_706_745_600_000_i64, "region": "south", "count": 1, "total": 20.0}]),
+        "{r}"
+    );
+    // Hostile chart fragments: a metric calling a table function, a WHERE leaving its
+    // parentheses, SETTINGS in a fragment.
+    for (metric, where_) in [
+        (
+            json!({"expressionType": "SQL", "sqlExpression": "(SELECT count() FROM url('http://127.0.0.1:1/', CSV, 'a String'))", "label": "m"}),
+            "",
+        ),
+        (json!("count"), "1 = 1) OR (1 = 1"),
+        (json!("count"), "1 = 1 SETTINGS readonly = 0"),
+        (
+            json!({"expressionType": "SQL", "sqlExpression": "count() FORMAT JSON", "label": "m"}),
+            "",
+        ),
+    ] {
+        let (s, r) = api
+            .post(
+                "/api/v1/chart/data",
+                json!({"datasource": {"id": ds, "type": "table"},
+                       "queries": [{"columns": ["region"], "metrics": [metric],
+                                    "extras": {"where": where_}}]}),
+            )
+            .await;
+        assert!(s.is_client_error(), "{metric} {where_}: {s} {r}");
+    }
+
+    // Stop: the running query is killed inside ClickHouse.
+    let marker = uuid::Uuid::new_v4().simple().to_string();
+    let (s, r) = api
+        .post(
+            "/api/v1/sqllab/execute/",
+            json!({"database_id": ro, "client_id": "chstop1", "runAsync": true,
+                   "sql": format!("SELECT count() AS {marker}_n FROM system.numbers \
+                                   WHERE sleepEachRow(0.000005) = 0")}),
+        )
+        .await;
+    assert_eq!(s, StatusCode::ACCEPTED, "{r}");
+    let running = || async {
+        ch.exec(&format!(
+            "SELECT count() FROM system.processes WHERE query LIKE '%{marker}%' \
+             AND query NOT LIKE '%system.processes%'"
+        ))
+        .await
+        .trim()
+        .to_owned()
+    };
+    assert!(
+        eventually(Duration::from_secs(5), || async { running().await == "1" }).await,
+        "the async query never started"
+    );
+    let (s, r) = api
+        .post("/api/v1/query/stop", json!({"client_id": "chstop1"}))
+        .await;
+    assert_eq!((s, r), (StatusCode::OK, json!({"result": "OK"})));
+    let stopped = Instant::now();
+    assert!(
+        eventually(Duration::from_secs(2), || async { running().await == "0" }).await,
+        "the stopped query still runs in ClickHouse"
+    );
+    eprintln!(
+        "stopped query gone from system.processes after {:?}",
+        stopped.elapsed()
+    );
+}

@@ -359,7 +359,7 @@ impl DatabaseApi {
         let user = resource::authorized(&self.state, auth, perm, SPEC.view_menu).await?;
         self.resolve(pk, &user).await?;
         let spec = connections::connection_spec(&self.state, pk).await?;
-        let reach = TableReach::of(&self.state, &user, pk, spec.uri.engine).await?;
+        let reach = TableReach::of(&self.state, &user, pk, &spec.uri).await?;
         Ok((spec, reach))
     }
 }
@@ -375,7 +375,7 @@ pub struct TableReach {
     schemas: Vec<String>,
     /// `(schema, table)` of the reachable physical datasets, schema as stored (may be empty).
     tables: Vec<(String, String)>,
-    default_schema: &'static str,
+    default_schema: String,
 }
 
 impl TableReach {
@@ -383,12 +383,9 @@ impl TableReach {
         state: &AppState,
         user: &CurrentUser,
         db: i64,
-        engine: crate::uri::Engine,
+        uri: &crate::uri::ConnectionUri,
     ) -> Result<Self, ApiError> {
-        let default_schema = match engine {
-            crate::uri::Engine::Postgres => "public",
-            crate::uri::Engine::Sqlite => "main",
-        };
+        let default_schema = uri.default_schema();
         let g = user.grants();
         if g.all || g.database_ids.contains(&db) {
             return Ok(TableReach {
@@ -436,14 +433,14 @@ impl TableReach {
 
     fn same_schema(&self, stored: &str, asked: Option<&str>) -> bool {
         let stored = if stored.is_empty() {
-            self.default_schema
+            &self.default_schema
         } else {
             stored
         };
         stored
             == asked
                 .filter(|s| !s.is_empty())
-                .unwrap_or(self.default_schema)
+                .unwrap_or(&self.default_schema)
     }
 
     /// Whether the schema may be listed: granted whole, or holding a reachable table.
@@ -598,10 +595,7 @@ impl DatabaseApi {
         let rec = self.state.store.load_one(&DATABASE, id, &[]).await?;
         let mut result = resource::render(&DATABASE, &rec, Connection::COLUMNS, &computed);
         result["parameters"] = stored_parameters(&rec);
-        result["parameters_schema"] = match result["backend"].as_str() {
-            Some("postgresql") => postgres_parameters_schema(),
-            _ => json!({}),
-        };
+        result["parameters_schema"] = parameters_schema(result["backend"].as_str().unwrap_or(""));
         result["masked_encrypted_extra"] = Json_::Null;
         Ok(Reply::new(json!({"id": id, "result": result})))
     }
@@ -1047,9 +1041,40 @@ fn metadata_error(engine: crate::uri::Engine, table: &str, e: &EngineError) -> A
     }
 }
 
-/// The JSON schema of PostgreSQL's connection form (apispec's rendering of Superset's
-/// `BasicParametersSchema`), which `/available/` and `/<pk>/connection` show.
-fn postgres_parameters_schema() -> Json_ {
+/// The JSON schema of a backend's connection form, which `/available/` and `/<pk>/connection`
+/// show: apispec's rendering of Superset's `BasicParametersSchema` (PostgreSQL, MySQL, MariaDB)
+/// or `ClickHouseParametersSchema` (clickhousedb); `{}` for a backend without a form.
+fn parameters_schema(backend: &str) -> Json_ {
+    match crate::engines::engine_spec(backend) {
+        Some(spec) if spec.form && spec.backend == "clickhousedb" => clickhouse_parameters_schema(),
+        Some(spec) if spec.form => basic_parameters_schema(),
+        _ => json!({}),
+    }
+}
+
+/// `ClickHouseParametersSchema`: only the host is required; no SSH switch.
+fn clickhouse_parameters_schema() -> Json_ {
+    json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "nullable": true, "description": "Username"},
+            "password": {"type": "string", "nullable": true, "description": "Password"},
+            "host": {"type": "string", "description": "Hostname or IP address"},
+            "port": {"type": "integer", "nullable": true, "description": "Database port",
+                     "minimum": 0, "maximum": 65535},
+            "database": {"type": "string", "nullable": true, "description": "Database name"},
+            "encryption": {"type": "boolean", "default": true,
+                           "description": "Use an encrypted connection to the database"},
+            "query": {"type": "object", "additionalProperties": {},
+                      "description": "Additional parameters"},
+        },
+        "required": ["host"],
+        "additionalProperties": false,
+    })
+}
+
+/// `BasicParametersSchema`.
+fn basic_parameters_schema() -> Json_ {
     json!({
         "type": "object",
         "properties": {
@@ -1213,44 +1238,35 @@ struct ValidateParametersBody {
     server_cert: Option<Nullable<String>>,
 }
 
-/// Superset's `/database/available/` entries for PostgreSQL (`PostgresEngineSpec`: psycopg2,
-/// the basic host/port/database parameters as apispec renders `BasicParametersSchema`) and
-/// SQLite (`SqliteEngineSpec`: no parameters form, no SSH tunnel).
+/// Superset's `/database/available/` entries, one per engine spec Liteset speaks
+/// ([`crate::engines::ENGINE_SPECS`]): the specs with a connection form carry its default
+/// driver and the JSON schema apispec renders for it.
 fn available_engines() -> Json_ {
-    json!([
-        {
-            "name": "PostgreSQL",
-            "engine": "postgresql",
-            "available_drivers": ["psycopg2"],
-            "sqlalchemy_uri_placeholder":
-                "postgresql://user:password@host:port/dbname[?key=value&key=value...]",
-            "preferred": true,
-            "engine_information": {
-                "supports_file_upload": true,
-                "disable_ssh_tunneling": false,
-                "supports_dynamic_catalog": true,
+    let entries: Vec<Json_> = crate::engines::ENGINE_SPECS
+        .iter()
+        .map(|spec| {
+            let mut entry = json!({
+                "name": spec.name,
+                "engine": spec.backend,
+                "available_drivers": spec.drivers,
+                "sqlalchemy_uri_placeholder": spec.placeholder,
+                "preferred": spec.preferred,
+                "engine_information": {
+                    "supports_file_upload": spec.supports_file_upload,
+                    "disable_ssh_tunneling": spec.disable_ssh_tunneling,
+                    "supports_dynamic_catalog": spec.engine == crate::uri::Engine::Postgres,
+                    "supports_oauth2": false,
+                },
                 "supports_oauth2": false,
-            },
-            "supports_oauth2": false,
-            "default_driver": "psycopg2",
-            "parameters": postgres_parameters_schema(),
-        },
-        {
-            "name": "SQLite",
-            "engine": "sqlite",
-            "available_drivers": ["pysqlite"],
-            "sqlalchemy_uri_placeholder":
-                "engine+driver://user:password@host:port/dbname[?key=value&key=value...]",
-            "preferred": true,
-            "engine_information": {
-                "supports_file_upload": true,
-                "disable_ssh_tunneling": true,
-                "supports_dynamic_catalog": false,
-                "supports_oauth2": false,
-            },
-            "supports_oauth2": false,
-        },
-    ])
+            });
+            if spec.form {
+                entry["default_driver"] = json!(spec.default_driver);
+                entry["parameters"] = parameters_schema(spec.backend);
+            }
+            entry
+        })
+        .collect();
+    Json_::Array(entries)
 }
 
 /// What `GET /database/<pk>/connection` answers: the show columns and the connection's own.

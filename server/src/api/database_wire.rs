@@ -17,9 +17,19 @@ fn extra_json(rec: &Record) -> Json_ {
         .unwrap_or_else(|| json!({}))
 }
 
-/// Superset's `backend` of the database's engine (`postgresql`, `sqlite`), or `""`.
-fn backend(rec: &Record) -> &'static str {
-    ConnectionUri::parse(&rec.text("sqlalchemy_uri")).map_or("", |u| u.engine.backend())
+/// Superset's `backend` and `driver` of the database's URI (`postgresql`/`psycopg2`, a
+/// driver the URI names or the backend's default), or `""`s.
+fn backend_driver(rec: &Record) -> (String, String) {
+    let Ok(uri) = ConnectionUri::parse(&rec.text("sqlalchemy_uri")) else {
+        return (String::new(), String::new());
+    };
+    let backend = uri.backend().to_owned();
+    let driver = uri
+        .driver()
+        .or_else(|| crate::engines::engine_spec(&backend).map(|s| s.default_driver))
+        .unwrap_or_default()
+        .to_owned();
+    (backend, driver)
 }
 
 /// A database's columns that are not stored fields, as its list, show and SQL Lab's
@@ -27,12 +37,8 @@ fn backend(rec: &Record) -> &'static str {
 pub fn computed(rec: &Record, col: &str) -> Option<Json_> {
     let extra = || extra_json(rec);
     Some(match col {
-        "backend" => json!(backend(rec)),
-        "driver" => json!(match backend(rec) {
-            "postgresql" => "psycopg2",
-            "sqlite" => "pysqlite",
-            _ => "",
-        }),
+        "backend" => json!(backend_driver(rec).0),
+        "driver" => json!(backend_driver(rec).1),
         "allows_cost_estimate" => json!(
             extra()
                 .get("cost_estimate_enabled")

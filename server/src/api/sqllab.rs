@@ -234,7 +234,7 @@ fn columns(engine: Engine, rs: &ResultSet) -> Vec<Json_> {
         .map(|(i, c)| {
             let caster = match engine {
                 Engine::Postgres => psycopg2_type(&c.type_name),
-                Engine::Sqlite => None,
+                Engine::Sqlite | Engine::ClickHouse | Engine::MySql => None,
             };
             let ty = caster.or_else(|| value_type(rs.rows.iter().filter_map(|r| r.get(i))));
             let generic = ty.and_then(generic_type).unwrap_or(GenericType::String);

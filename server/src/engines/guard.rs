@@ -149,6 +149,8 @@ impl ConnectionGuard {
         match uri.engine {
             Engine::Sqlite => self.check_sqlite(uri.path.as_deref().unwrap_or(Path::new(""))),
             Engine::Postgres => self.check_postgres(uri),
+            // Network servers that hold nothing of Liteset's own.
+            Engine::ClickHouse | Engine::MySql => Ok(()),
         }
     }
 

@@ -64,6 +64,23 @@ pub struct Plan {
     /// The virtual dataset's SQL as rendered, when it is a template (its tables are checked
     /// against the caller's access by the services).
     pub rendered_dataset_sql: Option<String>,
+    /// `(alias in the SQL, label)` of every output column whose alias the dialect changed
+    /// ([`crate::engines::Dialect::label`]); [`Plan::relabel`] gives the rows their labels back.
+    pub label_map: Vec<(String, String)>,
+}
+
+impl Plan {
+    /// `rows` with the dialect's aliases renamed back to the query's labels.
+    pub fn relabel(&self, mut rows: crate::engines::ResultSet) -> crate::engines::ResultSet {
+        if !self.label_map.is_empty() {
+            for c in &mut rows.columns {
+                if let Some((_, label)) = self.label_map.iter().find(|(a, _)| *a == c.name) {
+                    c.name.clone_from(label);
+                }
+            }
+        }
+        rows
+    }
 }
 
 /// How the templates of a query render (Superset's template processor): the switch, what the
@@ -321,6 +338,8 @@ pub fn sql_dialect(engine: Engine) -> SqlDialect {
     match engine {
         Engine::Postgres => SqlDialect::Postgres,
         Engine::Sqlite => SqlDialect::Sqlite,
+        Engine::ClickHouse => SqlDialect::ClickHouse,
+        Engine::MySql => SqlDialect::MySql,
     }
 }
 
@@ -903,6 +922,16 @@ fn build_with(
                         // SQLite's LIKE is already case-insensitive for ASCII.
                         format!("{subject} LIKE {pattern}")
                     }
+                    ("ILIKE", Engine::MySql) => {
+                        // No ILIKE in MySQL: SQLAlchemy's `ilike` renders `lower(x) LIKE
+                        // lower(y)`, case-insensitive whatever the column's collation.
+                        format!("LOWER({subject}) LIKE LOWER({pattern})")
+                    }
+                    ("ILIKE", Engine::ClickHouse) => {
+                        // ClickHouse 18.16 has no ILIKE (current releases do): case-folded
+                        // LIKE means the same on both.
+                        format!("lowerUTF8({subject}) LIKE lowerUTF8({pattern})")
+                    }
                     (op, _) => format!("{subject} {op} {pattern}"),
                 }
             }
@@ -966,7 +995,7 @@ fn build_with(
                 if ds.column(n).is_some() {
                     b.column_expr(n)?.unwrap_or_default()
                 } else if metric_by_label(n).is_some() {
-                    b.d.quote(n)
+                    b.d.quote(&b.d.label(n))
                 } else if ds.metric(n).is_some() {
                     b.metric_expr(&MetricRef::Saved(n.clone()))?
                 } else {
@@ -976,7 +1005,7 @@ fn build_with(
                 }
             }
             OrderTarget::Metric(m) => match metric_by_label(m.label()) {
-                Some(_) => b.d.quote(m.label()),
+                Some(_) => b.d.quote(&b.d.label(m.label())),
                 None => b.metric_expr(m)?,
             },
         };
@@ -1043,6 +1072,16 @@ fn build_with(
         };
         join = format!(" {kind} ({inner}) AS series_limit ON {}", on.join(" AND "));
     }
+    for label in dims
+        .iter()
+        .map(|d| d.label.as_str())
+        .chain(metrics.iter().map(|(_, l)| l.as_str()))
+    {
+        let alias = b.d.label(label);
+        if alias != label {
+            plan.label_map.push((alias, label.to_owned()));
+        }
+    }
     for d in &dims {
         let is_series = limit_series && q.group_others && series.iter().any(|s| s.label == d.label);
         let expr = if is_series {
@@ -1054,11 +1093,11 @@ fn build_with(
         } else {
             d.expr.clone()
         };
-        select.push(format!("{expr} AS {}", b.d.quote(&d.label)));
+        select.push(format!("{expr} AS {}", b.d.quote(&b.d.label(&d.label))));
         group_by.push(expr);
     }
     for (expr, label) in &metrics {
-        select.push(format!("{expr} AS {}", b.d.quote(label)));
+        select.push(format!("{expr} AS {}", b.d.quote(&b.d.label(label))));
     }
 
     let mut sql = format!("SELECT {} \nFROM {from}{join}", select.join(", "));

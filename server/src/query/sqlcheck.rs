@@ -30,7 +30,9 @@ use sqlparser::ast::{
     Expr, Fetch, FromTable, LimitClause, ObjectName, ObjectType, Query, Select, SetExpr, Statement,
     TableFactor, Value, Visit, Visitor,
 };
-use sqlparser::dialect::{Dialect, PostgreSqlDialect, SQLiteDialect};
+use sqlparser::dialect::{
+    ClickHouseDialect, Dialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect,
+};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer, TokenizerError, Whitespace};
@@ -73,10 +75,16 @@ pub enum SqlDialect {
     Postgres,
     /// SQLite (sqlparser's `SQLiteDialect`).
     Sqlite,
+    /// ClickHouse (sqlparser's `ClickHouseDialect`).
+    ClickHouse,
+    /// MySQL and MariaDB (sqlparser's `MySqlDialect`).
+    MySql,
 }
 
 static POSTGRES: PostgreSqlDialect = PostgreSqlDialect {};
 static SQLITE: SQLiteDialect = SQLiteDialect {};
+static CLICKHOUSE: ClickHouseDialect = ClickHouseDialect {};
+static MYSQL: MySqlDialect = MySqlDialect {};
 
 impl SqlDialect {
     /// Superset's engine name for the dialect (`"postgresql"` / `"sqlite"`), as reported in
@@ -85,6 +93,8 @@ impl SqlDialect {
         match self {
             SqlDialect::Postgres => "postgresql",
             SqlDialect::Sqlite => "sqlite",
+            SqlDialect::ClickHouse => "clickhousedb",
+            SqlDialect::MySql => "mysql",
         }
     }
 
@@ -92,6 +102,8 @@ impl SqlDialect {
         match self {
             SqlDialect::Postgres => &POSTGRES,
             SqlDialect::Sqlite => &SQLITE,
+            SqlDialect::ClickHouse => &CLICKHOUSE,
+            SqlDialect::MySql => &MYSQL,
         }
     }
 }
@@ -403,7 +415,182 @@ fn tokenize(dialect: SqlDialect, sql: &str) -> Result<Vec<TokenWithSpan>, SqlErr
         .tokenize_with_location()
         .map_err(|e| SqlError::from_tokenizer(dialect, sql, e))?;
     refuse_unicode_identifiers(dialect, sql, &tokens)?;
+    refuse_mysql_hidden_code(dialect, sql, &tokens)?;
+    refuse_clickhouse_ambiguities(dialect, sql, &tokens)?;
     Ok(tokens)
+}
+
+/// Message of the refusal of MySQL's executable comments and optimizer hints.
+pub const MYSQL_EXECUTABLE_COMMENT_REFUSAL: &str = "Error parsing: executable comments \
+     (/*! … */, /*M! … */) and optimizer hints (/*+ … */) are not supported";
+
+/// The byte offset of the first `/*!`, `/*M!` or `/*+` that MySQL's lexer reads as the start
+/// of a comment (not inside a string literal, a quoted identifier or another comment): quotes
+/// `'` and `"` with backslash escapes and doubled quotes, backticks with doubled backticks,
+/// `#` and `-- ` line comments, unnested `/* */` comments.
+fn mysql_executable_comment(sql: &str) -> Option<usize> {
+    let b = sql.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"' | b'`') => {
+                i += 1;
+                while i < b.len() {
+                    if b[i] == b'\\' && q != b'`' {
+                        i += 2;
+                    } else if b[i] == q {
+                        if b.get(i + 1) == Some(&q) {
+                            i += 2;
+                        } else {
+                            break;
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+                i += 1;
+            }
+            b'#' => {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'-' if b.get(i + 1) == Some(&b'-')
+                && b.get(i + 2)
+                    .is_none_or(|c| c.is_ascii_whitespace() || c.is_ascii_control()) =>
+            {
+                while i < b.len() && b[i] != b'\n' {
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                let rest = &sql[i + 2..];
+                if rest.starts_with('!') || rest.starts_with("M!") || rest.starts_with('+') {
+                    return Some(i);
+                }
+                match rest.find("*/") {
+                    Some(end) => i += 2 + end + 2,
+                    None => return None,
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// Refuses MySQL text whose comments or whitespace the server reads differently from
+/// sqlparser, so that no check below can be shown one statement while the server runs
+/// another:
+/// * `/*! … */` and `/*M! … */` (MariaDB) are comments to sqlparser but code to the server,
+///   which runs their contents (a hidden `INTO OUTFILE`, `LOAD_FILE(…)` or second statement);
+///   `/*+ … */` optimizer hints can override the session's statement timeout
+///   (`MAX_EXECUTION_TIME`) or settings (`SET_VAR`);
+/// * `--` starts a comment for MySQL only when a space or control character follows; sqlparser
+///   also accepts any Unicode whitespace there (`--\u{a0}x, LOAD_FILE(…)` would be code to
+///   MySQL), so a `--` comment must be followed by ASCII whitespace, a control character or the
+///   end of the text;
+/// * Unicode whitespace between tokens (MySQL reads it as part of an identifier) is refused
+///   for the same reason.
+fn refuse_mysql_hidden_code(
+    dialect: SqlDialect,
+    sql: &str,
+    tokens: &[TokenWithSpan],
+) -> Result<(), SqlError> {
+    if dialect != SqlDialect::MySql {
+        return Ok(());
+    }
+    // sqlparser expands `/*! … */` into tokens (no comment token is left to see), without
+    // MySQL's version conditions: find them in the text as MySQL's lexer reads it.
+    if let Some(at) = mysql_executable_comment(sql) {
+        let line = sql[..at].matches('\n').count() + 1;
+        let column = sql[..at].rsplit('\n').next().unwrap_or("").chars().count() + 1;
+        let mut error = SqlError::invalid(
+            dialect,
+            sql,
+            MYSQL_EXECUTABLE_COMMENT_REFUSAL.to_owned(),
+            Some("/*!".to_owned()),
+        );
+        error.data.line = u64::try_from(line).ok();
+        error.data.column = u64::try_from(column).ok();
+        return Err(error);
+    }
+    let refuse = |t: &TokenWithSpan, message: &str| {
+        let mut error = SqlError::at_token(dialect, sql, t, t.token.to_string());
+        error.data.message = message.to_owned();
+        Err(error)
+    };
+    for t in tokens {
+        match &t.token {
+            Token::Whitespace(Whitespace::MultiLineComment(text))
+                if text.starts_with('!') || text.starts_with("M!") || text.starts_with('+') =>
+            {
+                return refuse(t, MYSQL_EXECUTABLE_COMMENT_REFUSAL);
+            }
+            Token::Whitespace(Whitespace::SingleLineComment { prefix, comment })
+                if prefix == "--"
+                    && comment
+                        .chars()
+                        .next()
+                        .is_some_and(|c| !c.is_ascii_whitespace() && !c.is_ascii_control()) =>
+            {
+                return refuse(
+                    t,
+                    "Error parsing: a `--` comment must be followed by a space",
+                );
+            }
+            _ => {}
+        }
+    }
+    // Unicode whitespace outside literals: only looked for when the text has some at all.
+    if sql.chars().any(|c| c.is_whitespace() && !c.is_ascii()) {
+        let index = LineIndex::new(sql);
+        for t in tokens {
+            if t.token == Token::Whitespace(Whitespace::Space)
+                && let Some(at) = index.offset(sql, t.span.start)
+                && sql[at..].chars().next().is_some_and(|c| !c.is_ascii())
+            {
+                return refuse(
+                    t,
+                    "Error parsing: Unicode whitespace between words is not supported",
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Refuses ClickHouse text whose reading differs between sqlparser and a ClickHouse server,
+/// so no name-based check could be trusted on it:
+/// - a backslash in a quoted identifier: ClickHouse reads `\"` inside `"…"` (and `` \` ``
+///   inside backticks) as an escaped quote, sqlparser as the end of the name, so
+///   `"a\" , url('…') -- "` hides a call from one of them;
+/// - a `/*` inside a block comment: current ClickHouse (and sqlparser) nest block comments,
+///   18.16 does not, so `/* /* */ , url('…') -- */` is a comment to one and a call to the
+///   other.
+fn refuse_clickhouse_ambiguities(
+    dialect: SqlDialect,
+    sql: &str,
+    tokens: &[TokenWithSpan],
+) -> Result<(), SqlError> {
+    if dialect != SqlDialect::ClickHouse {
+        return Ok(());
+    }
+    for token in tokens {
+        let refusal = match &token.token {
+            Token::Word(w) if w.quote_style.is_some() && w.value.contains('\\') => {
+                "Error parsing: backslashes in quoted identifiers are not supported"
+            }
+            Token::Whitespace(Whitespace::MultiLineComment(c)) if c.contains("/*") => {
+                "Error parsing: nested block comments are not supported"
+            }
+            _ => continue,
+        };
+        let mut error = SqlError::at_token(dialect, sql, token, token.token.to_string());
+        error.data.message = refusal.to_owned();
+        return Err(error);
+    }
+    Ok(())
 }
 
 /// Message of the refusal of PostgreSQL's Unicode-escaped identifiers (also used by the
@@ -1524,6 +1711,18 @@ pub fn denied_words(
             None,
         ));
     }
+    // MySQL runs what executable comments hold, which a word scan cannot follow: refused
+    // outright, as `tokenize` refuses them.
+    if dialect == SqlDialect::MySql
+        && (lower.contains("/*!") || lower.contains("/*m!") || lower.contains("/*+"))
+    {
+        return Err(SqlError::invalid(
+            dialect,
+            sql,
+            MYSQL_EXECUTABLE_COMMENT_REFUSAL.to_owned(),
+            None,
+        ));
+    }
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$';
     let mut words = Vec::new();
     let mut start = None;
@@ -1532,8 +1731,13 @@ pub fn denied_words(
             (true, None) => start = Some(i),
             (false, Some(from)) => {
                 start = None;
-                let after = skip_trivia(dialect, &lower[i..], true);
-                if after.starts_with('(') {
+                // ClickHouse 18.16 does not nest block comments, current releases do: a word
+                // is a candidate when either reading puts a `(` after it.
+                let rest = &lower[i..];
+                let calls = skip_trivia(dialect, rest, true).starts_with('(')
+                    || (dialect == SqlDialect::ClickHouse
+                        && skip_trivia_nesting(dialect, rest, true, false).starts_with('('));
+                if calls {
                     words.push(lower[from..i].to_owned());
                 }
             }
@@ -1547,12 +1751,39 @@ pub fn denied_words(
 /// PostgreSQL nests `/* */` and also ends `--` at a carriage return; SQLite does neither),
 /// and, with `quotes`, without closing identifier quotes (`"`, `]`, `` ` ``) among them.
 fn skip_trivia(dialect: SqlDialect, text: &str, quotes: bool) -> &str {
-    let nests = dialect == SqlDialect::Postgres;
+    // Current ClickHouse nests block comments too (18.16 does not; see `denied_words`).
+    let nests = matches!(dialect, SqlDialect::Postgres | SqlDialect::ClickHouse);
+    skip_trivia_nesting(dialect, text, quotes, nests)
+}
+
+/// [`skip_trivia`] with block-comment nesting chosen by the caller. ClickHouse and MySQL also
+/// have `#` line comments.
+fn skip_trivia_nesting(dialect: SqlDialect, text: &str, quotes: bool, nests: bool) -> &str {
+    let mysql = dialect == SqlDialect::MySql;
+    let hash_comments = mysql || dialect == SqlDialect::ClickHouse;
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
             b'"' | b']' | b'`' if quotes => i += 1,
+            // MySQL runs what `/*! … */` and `/*M! … */` hold: code, not trivia.
+            b'/' if mysql && (text[i..].starts_with("/*!") || text[i..].starts_with("/*M!")) => {
+                break;
+            }
+            // MySQL: `--` is a comment only before a space or control character; `#` always.
+            b'-' if mysql
+                && bytes.get(i + 1) == Some(&b'-')
+                && bytes
+                    .get(i + 2)
+                    .is_some_and(|b| !b.is_ascii_whitespace() && !b.is_ascii_control()) =>
+            {
+                break;
+            }
+            b'#' if hash_comments => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    i += 1;
+                }
+            }
             b'-' if bytes.get(i + 1) == Some(&b'-') => {
                 while i < bytes.len() && bytes[i] != b'\n' && !(nests && bytes[i] == b'\r') {
                     i += 1;
@@ -1629,7 +1860,9 @@ impl TableRef {
         default_schema: &str,
     ) -> bool {
         let same = |a: &str, b: &str| match dialect {
-            SqlDialect::Postgres => a == b,
+            // ClickHouse names are case-sensitive; MySQL's table names are on Linux (its
+            // `lower_case_table_names=0` default).
+            SqlDialect::Postgres | SqlDialect::ClickHouse | SqlDialect::MySql => a == b,
             SqlDialect::Sqlite => a.eq_ignore_ascii_case(b),
         };
         let schema = if schema.is_empty() {
@@ -1642,10 +1875,12 @@ impl TableRef {
 }
 
 /// An identifier as the database compares it (see [`TableRef::table`]). PostgreSQL folds
-/// ASCII letters only in a UTF-8 database (`downcase_identifier`).
+/// ASCII letters only in a UTF-8 database (`downcase_identifier`); ClickHouse and MySQL (table
+/// names, on Linux) never fold.
 fn fold(dialect: SqlDialect, ident: &sqlparser::ast::Ident) -> String {
     match dialect {
         SqlDialect::Postgres if ident.quote_style.is_some() => ident.value.clone(),
+        SqlDialect::ClickHouse | SqlDialect::MySql => ident.value.clone(),
         _ => ident.value.to_ascii_lowercase(),
     }
 }
@@ -3397,6 +3632,357 @@ mod tests {
         assert_eq!(
             check_fragment(PG, &fragment, FragmentKind::Expression),
             Ok(())
+        );
+    }
+
+    const MY: SqlDialect = SqlDialect::MySql;
+
+    fn my_denied() -> BTreeSet<String> {
+        ["load_file", "sleep", "benchmark", "get_lock", "sys_exec"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn mysql_executable_comments_and_hints_are_refused() {
+        for sql in [
+            "SELECT 1 /*! , LOAD_FILE('/etc/passwd') */",
+            "SELECT 1 /*!50000 INTO OUTFILE '/tmp/x' */",
+            "SELECT 1 /*M! ; DROP TABLE t */",
+            "SELECT 1 /*M!100000 , SLEEP(10) */",
+            "SELECT /*+ MAX_EXECUTION_TIME(99999999) */ 1",
+            "SELECT /*+ SET_VAR(sql_mode='ANSI_QUOTES') */ 1",
+            "/*!SELECT*/ 1",
+            "SELECT 1 FROM t WHERE a = 1 /*!OR 1=1*/",
+        ] {
+            let err = split_statements(MY, sql).expect_err(sql);
+            assert!(
+                err.message().contains("executable comments"),
+                "{sql}: {}",
+                err.message()
+            );
+            assert!(is_mutating(MY, sql).is_err(), "{sql}");
+            assert!(functions_called(MY, sql).is_err(), "{sql}");
+            assert!(denied_words(MY, sql, &my_denied()).is_err(), "{sql}");
+        }
+        for fragment in [
+            "SUM(x) /*! , LOAD_FILE('/etc/passwd') */",
+            "1 /*!50000 ) UNION SELECT LOAD_FILE('/etc/passwd') -- */",
+            "COUNT(*) /*M!*/",
+            "/*+ BKA(t) */ 1",
+        ] {
+            assert!(
+                check_fragment(MY, fragment, FragmentKind::Expression).is_err(),
+                "{fragment}"
+            );
+            assert!(
+                check_fragment(MY, fragment, FragmentKind::Where).is_err(),
+                "{fragment}"
+            );
+        }
+        // Plain comments stay allowed.
+        assert_eq!(
+            split_statements(MY, "SELECT 1 /* note */ -- x\n# y").map(|s| s.len()),
+            Ok(1)
+        );
+        assert_eq!(
+            check_fragment(MY, "SUM(x) /* total */", FragmentKind::Expression),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn mysql_comment_spellings_match_the_server() {
+        // `--` without a space is not a comment to MySQL: `1 --1` is `1 - -1`.
+        assert_eq!(
+            functions_called(MY, "SELECT 1 --1, LOAD_FILE('/x')").map(|f| f.contains("load_file")),
+            Ok(true)
+        );
+        // sqlparser would take Unicode whitespace after `--` as a comment; MySQL does not.
+        for sql in [
+            "SELECT 1 --\u{a0}x, LOAD_FILE('/etc/passwd')\nFROM (SELECT 1 AS `\u{a0}x`) s",
+            "SELECT 1 --\u{2003}1, SLEEP(10)",
+        ] {
+            assert!(split_statements(MY, sql).is_err(), "{sql:?}");
+            assert!(
+                check_fragment(MY, &sql[7..], FragmentKind::Expression).is_err(),
+                "{sql:?}"
+            );
+        }
+        assert!(split_statements(MY, "SELECT\u{a0}1").is_err());
+        // `#` comments: what follows on the line is not code, the next line is.
+        let called =
+            functions_called(MY, "SELECT a # LOAD_FILE('/x')\n, SLEEP(1) FROM t").expect("parses");
+        assert!(called.contains("sleep"), "{called:?}");
+        assert!(!called.contains("load_file"), "{called:?}");
+        assert_eq!(
+            denied_words(MY, "SELECT a # x\n, load_file # y\n ('/x')", &my_denied()),
+            Ok(vec!["load_file".to_owned()])
+        );
+        assert_eq!(
+            leading_keyword(MY, "# c\n-- c\n/* c */ DELETE FROM t"),
+            "DELETE"
+        );
+        assert_eq!(leading_keyword(MY, "/*! DELETE FROM t */"), "");
+        assert_eq!(leading_keyword(MY, "--x\nDELETE FROM t"), "");
+    }
+
+    #[test]
+    fn mysql_backslash_escapes_in_literals() {
+        // `'\\''` is a backslash then the end of the string in MySQL: what follows is code.
+        for (sql, hidden) in [
+            ("SELECT 'a\\'', LOAD_FILE('/etc/passwd') -- '", "load_file"),
+            ("SELECT \"a\\\"\", SLEEP(10) -- \"", "sleep"),
+            ("SELECT 'it\\'s', BENCHMARK(1, 1)", "benchmark"),
+        ] {
+            let called =
+                functions_called(MY, sql).unwrap_or_else(|e| panic!("{sql}: {}", e.message()));
+            assert!(called.contains(hidden), "{sql}: {called:?}");
+            assert!(
+                !denied_words(MY, sql, &my_denied())
+                    .expect("words")
+                    .is_empty(),
+                "{sql}"
+            );
+        }
+        // And a fragment cannot close the caller's literal or parenthesis with one.
+        for fragment in [
+            "name = 'x\\') OR (1=1",
+            "name = 'x\\'' OR SLEEP(5) OR '",
+            "name = \"x\\\") OR (\"1\"=\"1\"",
+        ] {
+            let ok = check_fragment(MY, fragment, FragmentKind::Where);
+            if ok.is_ok() {
+                // Accepted only as one expression, whose functions the deny-list still sees.
+                let wrapped = format!("SELECT * FROM t WHERE ({fragment}\n)");
+                assert_eq!(
+                    split_statements(MY, &wrapped).map(|s| s.len()),
+                    Ok(1),
+                    "{fragment}"
+                );
+            }
+        }
+        assert!(check_fragment(MY, "name = 'x\\') OR (1=1", FragmentKind::Where).is_err());
+    }
+
+    #[test]
+    fn mysql_writes_and_file_access_are_mutating_or_refused() {
+        for sql in [
+            "SELECT * FROM t INTO OUTFILE '/tmp/x'",
+            "SELECT * INTO OUTFILE '/tmp/x' FROM t",
+            "SELECT 'x' INTO DUMPFILE '/tmp/x'",
+            "SELECT a INTO @v FROM t",
+            "LOAD DATA INFILE '/etc/passwd' INTO TABLE t",
+            "load data local infile '/etc/passwd' into table t",
+            "HANDLER t OPEN",
+            "LOCK TABLES t READ",
+            "SET @a = 1",
+            "SET SESSION sql_mode = 'ANSI_QUOTES'",
+            "CALL p()",
+            "DO SLEEP(1)",
+            "INSERT INTO t VALUES (1)",
+            "REPLACE INTO t VALUES (1)",
+            "DELETE FROM t RETURNING a",
+            "CREATE TEMPORARY TABLE x (a INT)",
+            "RENAME TABLE a TO b",
+            "TRUNCATE t",
+            "GRANT ALL ON *.* TO x",
+            "KILL 1",
+            "FLUSH TABLES",
+            "INSTALL PLUGIN x SONAME 'y.so'",
+        ] {
+            assert_ne!(is_mutating(MY, sql), Ok(false), "{sql}");
+        }
+        for sql in [
+            "SELECT `a``b`, \"str\" FROM `db`.`t` WHERE x = 'it''s'",
+            "SHOW TABLES",
+            "SELECT 1",
+        ] {
+            assert_eq!(is_mutating(MY, sql), Ok(false), "{sql}");
+        }
+        for sql in [
+            "SELECT LOAD_FILE('/etc/passwd')",
+            "SELECT load_file ('/etc/passwd')",
+            "SELECT `load_file`('/etc/passwd')",
+            "SELECT LoAd_FiLe(0x2f6574632f706173737764)",
+            "SELECT a FROM t WHERE SLEEP(1) = 0",
+            "SELECT GET_LOCK('x', 10)",
+            "SELECT sys_exec('id')",
+            "SELECT BENCHMARK(100000000, MD5('x'))",
+        ] {
+            let words = denied_words(MY, sql, &my_denied()).expect(sql);
+            let called = functions_called(MY, sql).expect(sql);
+            assert!(
+                !words.is_empty() && called.iter().any(|f| my_denied().contains(f)),
+                "{sql}: {words:?} {called:?}"
+            );
+        }
+        assert_eq!(
+            split_statements(MY, "SELECT 1; SELECT 2").map(|s| s.len()),
+            Ok(2)
+        );
+        assert_eq!(
+            split_statements(MY, "SELECT ';'; # ;\nSELECT 2").map(|s| s.len()),
+            Ok(2)
+        );
+        assert_eq!(
+            split_statements(MY, "SELECT 'a\\';b'").map(|s| s.len()),
+            Ok(1)
+        );
+    }
+
+    const CH: SqlDialect = SqlDialect::ClickHouse;
+
+    fn ch_refused() -> BTreeSet<String> {
+        [
+            "url",
+            "file",
+            "remote",
+            "s3",
+            "mysql",
+            "executable",
+            "input",
+            "merge",
+        ]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .collect()
+    }
+
+    /// The name a check sees must be the one ClickHouse calls, however the table function is
+    /// spelled or wherever it hides.
+    #[test]
+    fn clickhouse_table_functions_are_reported() {
+        let cases = [
+            ("SELECT * FROM url('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM URL('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM `url`('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM \"url\"('http://x/', CSV, 'a String')", "url"),
+            ("SELECT * FROM url ('http://x/', CSV, 'a String')", "url"),
+            (
+                "SELECT * FROM url /* c */ ('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM url -- c\n ('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM default.url('http://x/', CSV, 'a String')",
+                "url",
+            ),
+            (
+                "SELECT * FROM (SELECT * FROM file('/etc/passwd', CSV, 'a String'))",
+                "file",
+            ),
+            (
+                "SELECT a FROM t WHERE a IN (SELECT a FROM remote('h:9000', db.t))",
+                "remote",
+            ),
+            (
+                "SELECT * FROM t JOIN s3('http://b/k', 'CSV') AS x ON t.a = x.a",
+                "s3",
+            ),
+            (
+                "SELECT * FROM t LEFT JOIN mysql('h', 'd', 't', 'u', 'p') AS m ON t.a = m.a",
+                "mysql",
+            ),
+            (
+                "WITH x AS (SELECT * FROM executable('ls', TSV, 'a String')) SELECT * FROM x",
+                "executable",
+            ),
+            ("SELECT * FROM input('a String')", "input"),
+            ("SELECT * FROM merge(currentDatabase(), '^t')", "merge"),
+            (
+                "SELECT (SELECT count() FROM url('http://x/', CSV, 'a String'))",
+                "url",
+            ),
+            (
+                "SELECT * FROM t UNION ALL SELECT * FROM url('http://x/', CSV, 'a String')",
+                "url",
+            ),
+        ];
+        for (sql, name) in cases {
+            let called = functions_called(CH, sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+            assert!(called.contains(name), "{sql}: {called:?}");
+            assert_eq!(
+                disallowed(called, &ch_refused()),
+                vec![name.to_owned()],
+                "{sql}"
+            );
+        }
+    }
+
+    /// Text ClickHouse and sqlparser would read differently is refused before any check.
+    #[test]
+    fn clickhouse_lexer_ambiguities_are_refused() {
+        for sql in [
+            // ClickHouse: one identifier `a" AS b, ` then a call and a comment.
+            "SELECT \"a\\\" AS b, \" , url('http://x/', CSV, 'a String') -- \"",
+            "SELECT `a\\` AS b, ` , url('http://x/', CSV, 'a String') -- `",
+            // 18.16 does not nest block comments: the call is code there.
+            "SELECT 1 /* /* */ , url('http://x/', CSV, 'a String') -- */",
+        ] {
+            assert!(functions_called(CH, sql).is_err(), "{sql}");
+            assert!(split_statements(CH, sql).is_err(), "{sql}");
+            // The fallback check over the raw text still finds the call.
+            assert_eq!(
+                denied_words(CH, sql, &ch_refused()).expect("words"),
+                vec!["url".to_owned()],
+                "{sql}"
+            );
+        }
+        // Unterminated under nesting, a call under 18.16's reading.
+        let sql = "SELECT 1 /* /* */ , url /* */ ('http://x/', CSV, 'a String')";
+        assert_eq!(
+            denied_words(CH, sql, &ch_refused()).expect("w"),
+            vec!["url".to_owned()]
+        );
+        // `#` starts a comment in current ClickHouse.
+        let sql = "SELECT * FROM url # c\n ('http://x/', CSV, 'a String')";
+        assert_eq!(
+            denied_words(CH, sql, &ch_refused()).expect("w"),
+            vec!["url".to_owned()]
+        );
+        // Backslash escapes in string literals are read as ClickHouse reads them.
+        let sql = "SELECT 'it\\'s', url('http://x/', CSV, 'a String')";
+        assert!(functions_called(CH, sql).expect("parse").contains("url"));
+        let sql = "SELECT 'a\\\\', 'b'";
+        assert_eq!(split_statements(CH, sql).expect("parse").len(), 1);
+        // Doubled quotes inside identifiers agree in both.
+        assert!(functions_called(CH, "SELECT \"a\"\"b\" FROM t").is_ok());
+    }
+
+    #[test]
+    fn clickhouse_statements_are_classified() {
+        // sqlparser reads SETTINGS after a FROM only; either way it is not a write.
+        assert!(!is_mutating(CH, "SELECT a FROM t SETTINGS max_threads = 1").unwrap_or(false));
+        for sql in [
+            "INSERT INTO t VALUES (1)",
+            "ALTER TABLE t DELETE WHERE 1",
+            "DROP TABLE t",
+            "TRUNCATE TABLE t",
+            "OPTIMIZE TABLE t",
+            "CREATE TABLE x ENGINE = Memory AS SELECT 1",
+        ] {
+            assert!(is_mutating(CH, sql).unwrap_or(true), "{sql}");
+        }
+        assert_eq!(
+            split_statements(CH, "SELECT 1; SELECT 2").expect("p").len(),
+            2
+        );
+        assert!(
+            check_fragment(CH, "1) OR (1", FragmentKind::Where).is_err(),
+            "a fragment cannot leave its parentheses"
+        );
+        assert!(
+            check_fragment(CH, "sum(x) SETTINGS readonly = 0", FragmentKind::Expression).is_err()
+        );
+        assert!(check_fragment(CH, "x = 1 FORMAT JSON", FragmentKind::Where).is_err());
+        assert_eq!(
+            functions_called(CH, "SELECT sum(x) FROM t").expect("p"),
+            set(&["sum"])
         );
     }
 }

@@ -669,7 +669,10 @@ impl<'a> Run<'a> {
             .remember_context(&fetched.key, self.raw.clone())
             .await;
         let sql_rowcount = fetched.outcome.rows.rows.len();
-        let mut frame = Frame::new((*fetched.outcome.rows).clone(), &plan.temporal);
+        let mut frame = Frame::new(
+            plan.relabel((*fetched.outcome.rows).clone()),
+            &plan.temporal,
+        );
         let mut query_text = format!("{};\n\n", plan.sql);
         let runs_pp = matches!(
             kind,
@@ -780,7 +783,7 @@ impl<'a> Run<'a> {
             let oq = offsets::offset_query(query, offset);
             let oplan = self.plan(&oq, kind)?;
             let out = self.fetch(&oplan).await?;
-            let oframe = Frame::new((*out.outcome.rows).clone(), &oplan.temporal);
+            let oframe = Frame::new(oplan.relabel((*out.outcome.rows).clone()), &oplan.temporal);
             offsets::join(frame, &oframe, offset, &keys, &metrics)?;
             query_text.push_str(&format!("{};\n\n", oplan.sql));
         }
@@ -898,17 +901,11 @@ impl<'a> Run<'a> {
     /// Refuses SQL calling a function the dataset's database may not call
     /// (`query.databases.<name>.disallowed_functions`, else `LITESET_DISALLOWED_FUNCTIONS`).
     fn check_functions(&self, sql: &str) -> Result<(), QueryError> {
-        let denied = self
-            .state
-            .config
-            .disallowed_functions_for(&self.ds.database_name);
+        let denied = super::denied_functions(self.state, &self.ds.database_name, self.ds.engine);
         if denied.is_empty() {
             return Ok(());
         }
-        let dialect = match self.ds.engine {
-            crate::uri::Engine::Postgres => sqlcheck::SqlDialect::Postgres,
-            crate::uri::Engine::Sqlite => sqlcheck::SqlDialect::Sqlite,
-        };
+        let dialect = crate::query::sql::sql_dialect(self.ds.engine);
         let bad = sqlcheck::disallowed(sqlcheck::functions_called(dialect, sql)?, &denied);
         if bad.is_empty() {
             Ok(())

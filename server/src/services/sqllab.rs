@@ -157,12 +157,9 @@ async fn with_row_filters(
         return Ok(sql.to_owned());
     }
     // An unqualified name is in the editor's schema, else the database's default one.
-    let default = schema.map(str::to_owned).or_else(|| {
-        Some(match d {
-            SqlDialect::Postgres => "public".to_owned(),
-            SqlDialect::Sqlite => "main".to_owned(),
-        })
-    });
+    let default = schema
+        .map(str::to_owned)
+        .or_else(|| Some(default_schema(db)));
     let filter = |s: Option<&str>, t: &str| -> Option<String> {
         covered
             .iter()
@@ -220,6 +217,12 @@ pub async fn tables_refusal(
     }
 }
 
+/// The schema unqualified names resolve in on `db` ([`ConnectionUri::default_schema`]).
+fn default_schema(db: &Record) -> String {
+    crate::uri::ConnectionUri::parse(&db.text("sqlalchemy_uri"))
+        .map_or_else(|_| "public".to_owned(), |u| u.default_schema())
+}
+
 /// How a caller reaches a database: whole, through some datasets, or not at all.
 enum Reach {
     Database,
@@ -263,10 +266,7 @@ async fn missing_tables(
     ids: &[i64],
 ) -> Result<Option<SqlLabError>, Error> {
     let datasets = state.store.load(&DATASET, ids, &[]).await?;
-    let default_schema = match dialect {
-        SqlDialect::Postgres => "public",
-        SqlDialect::Sqlite => "main",
-    };
+    let default_schema = default_schema(db);
     let missing: Vec<String> = tables
         .into_iter()
         .filter(|t| {
@@ -276,7 +276,7 @@ async fn missing_tables(
                         dialect,
                         &d.text("schema"),
                         &d.text("table_name"),
-                        default_schema,
+                        &default_schema,
                     )
             })
         })
@@ -625,9 +625,7 @@ pub async fn execute(
         Err(e) => return Err(e.into()),
     };
 
-    let denied = state
-        .config
-        .disallowed_functions_for(&db.text("database_name"));
+    let denied = super::denied_functions(state, &db.text("database_name"), spec.uri.engine);
     let sql = match with_row_filters(state, user, &db, d, &rendered, b.schema.as_deref()).await {
         Ok(sql) => sql,
         Err(e) => {
@@ -829,9 +827,7 @@ async fn rerun(
             "Only the results of a SELECT can be exported".into(),
         ));
     }
-    let denied = state
-        .config
-        .disallowed_functions_for(&db.text("database_name"));
+    let denied = super::denied_functions(state, &db.text("database_name"), spec.uri.engine);
     let bad = match sqlcheck::functions_called(d, executed) {
         Ok(called) => sqlcheck::disallowed(called, &denied),
         Err(_) => sqlcheck::denied_words(d, executed, &denied)?,
@@ -970,9 +966,7 @@ pub async fn estimate(
         .into());
     }
     let statements = sqlcheck::split_statements(d, sql).map_err(SqlLabError::from)?;
-    let denied = state
-        .config
-        .disallowed_functions_for(&db.text("database_name"));
+    let denied = super::denied_functions(state, &db.text("database_name"), spec.uri.engine);
     let called = sqlcheck::functions_called(d, sql).map_err(SqlLabError::from)?;
     let bad = sqlcheck::disallowed(called, &denied);
     if !bad.is_empty() {
