@@ -93,5 +93,6 @@ if [[ -z "$CH_PID" ]]; then
 fi
 # Stopped by its pid (never by name), then its folder removed.
 at_exit "kill $CH_PID 2>/dev/null; wait $CH_PID 2>/dev/null; rm -rf '$CH_TMP'"
+watch_server "$CH_PID" "$CH_TMP"
 export LITESET_TEST_CLICKHOUSE_URL="clickhousedb://default@127.0.0.1:$CH_HTTP_PORT/default"
 log "ClickHouse $(curl -fsS "http://127.0.0.1:$CH_HTTP_PORT/" --data-binary 'SELECT version()') up at $LITESET_TEST_CLICKHOUSE_URL after $(( $(date +%s%3N) - started_ms )) ms"

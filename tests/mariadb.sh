@@ -64,6 +64,7 @@ if [[ -z "$MY_PORT" ]]; then
     cat "$MY_TMP/err.log" >&2 || true
     exit 1
 fi
+watch_server "$(cat "$MY_TMP/pid")" "$MY_TMP"
 
 # Passwords with characters that need percent-encoding in a URI (and quoting in SQL).
 mariadb --no-defaults --socket="$MY_TMP/sock" -uroot <<'SQL'

@@ -60,9 +60,24 @@ as_pg() {
 EXIT_HOOKS=()
 at_exit() { EXIT_HOOKS+=("$1"); }
 
+# A shell killed outright (SIGKILL, or `pkill` of this script alone) runs no trap: a watchdog
+# in its own session stops every server registered with `watch_server PID DIR` once this
+# shell is gone, and removes their folders. A normal exit empties its list first.
+WATCH_FILE="$(mktemp /tmp/liteset-watch.XXXXXX)"
+watch_server() { printf '%s %s\n' "$1" "$2" >>"$WATCH_FILE"; }
+setsid bash -c '
+    while kill -0 "$1" 2>/dev/null; do sleep 2; done
+    [ -f "$2" ] || exit 0
+    while read -r pid dir; do
+        kill "$pid" 2>/dev/null; sleep 2; kill -9 "$pid" 2>/dev/null
+        [ -n "$dir" ] && rm -rf "$dir"
+    done <"$2"
+    rm -f "$2"' liteset-watchdog "$$" "$WATCH_FILE" </dev/null >/dev/null 2>&1 &
+
 cleanup() {
     local status=$?
     local i
+    rm -f "$WATCH_FILE"
     for ((i = ${#EXIT_HOOKS[@]} - 1; i >= 0; i--)); do
         eval "${EXIT_HOOKS[$i]}" || true
     done
@@ -128,6 +143,7 @@ if [[ -z "$PG_PORT" ]]; then
     cat "$PG_TMP/postgres.log" >&2 || true
     exit 1
 fi
+watch_server "$(head -1 "$PG_DATA/postmaster.pid")" "$PG_TMP"
 export LITESET_TEST_PG_URL="postgresql://postgres@127.0.0.1:$PG_PORT/postgres"
 log "PostgreSQL up at $LITESET_TEST_PG_URL after $(( $(date +%s%3N) - started_ms )) ms"
 

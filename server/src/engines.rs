@@ -530,7 +530,21 @@ pub fn generic_type(type_name: &str) -> Option<GenericType> {
 pub fn generic_type_for(engine: Engine, type_name: &str) -> Option<GenericType> {
     match engine {
         Engine::MySql => mysql::generic_type(type_name),
-        _ => generic_type(type_name),
+        Engine::ClickHouse => clickhouse::generic_type(type_name),
+        Engine::Postgres | Engine::Sqlite => generic_type(type_name),
+    }
+}
+
+/// The type SQL Lab reports for a result column of type `type_name`: the engine spec's
+/// `get_datatype` of the DB-API cursor's type code (psycopg2's caster names, clickhouse-connect's
+/// type names upper-cased, MySQLdb's `FIELD_TYPE` names), or `None` where the driver describes
+/// none (SQLite, and types psycopg2 has no caster for).
+pub fn dbapi_type(engine: Engine, type_name: &str) -> Option<String> {
+    match engine {
+        Engine::Postgres => postgres::psycopg2_type(type_name).map(str::to_owned),
+        Engine::Sqlite => None,
+        Engine::ClickHouse => (!type_name.is_empty()).then(|| type_name.to_uppercase()),
+        Engine::MySql => mysql::field_type(type_name).map(str::to_owned),
     }
 }
 
@@ -1202,6 +1216,52 @@ impl Dialect {
             Engine::Sqlite => format!("CAST({expr} AS TEXT)"),
             Engine::ClickHouse => clickhouse::cast_text(expr),
             Engine::MySql => mysql::cast_text(expr),
+        }
+    }
+
+    /// A constant that marks the rows of the series-limit subquery, for dialects where an
+    /// unmatched row of a `LEFT OUTER JOIN` does not read NULL in the subquery's key columns
+    /// (the "Others" test): ClickHouse fills them with the type's default (`''`, 0), Nullable
+    /// or not, and only a Nullable non-key column reads NULL. `None`: test the key column.
+    pub fn join_match_marker(self) -> Option<&'static str> {
+        match self.engine {
+            Engine::ClickHouse => Some("toNullable(1)"),
+            Engine::Postgres | Engine::Sqlite | Engine::MySql => None,
+        }
+    }
+
+    /// A join of a subquery (`JOIN`, `LEFT OUTER JOIN`) as the dialect spells it. ClickHouse:
+    /// `GLOBAL`, so the subquery runs once and its result reaches every shard of a
+    /// `Distributed` table (a plain join of one is refused, `distributed_product_mode`).
+    pub fn subquery_join(self, kind: &str) -> String {
+        match self.engine {
+            Engine::ClickHouse => format!("GLOBAL {kind}"),
+            Engine::Postgres | Engine::Sqlite | Engine::MySql => kind.to_owned(),
+        }
+    }
+
+    /// A column of a joined subquery aliased `alias`. ClickHouse: unqualified, because a
+    /// `GLOBAL` join ships the subquery as a temporary table and 18.16 forgets its alias (the
+    /// series-limit columns' `__` suffix keeps them apart from the table's).
+    pub fn joined_column(self, alias: &str, column: &str) -> String {
+        match self.engine {
+            Engine::ClickHouse => column.to_owned(),
+            Engine::Postgres | Engine::Sqlite | Engine::MySql => format!("{alias}.{column}"),
+        }
+    }
+
+    /// Case-insensitive `subject LIKE pattern` (the `ILIKE` filter operator), as SQLAlchemy's
+    /// `ilike` renders it for the engine.
+    pub fn ilike(self, subject: &str, pattern: &str) -> String {
+        match self.engine {
+            Engine::Postgres => format!("{subject} ILIKE {pattern}"),
+            // SQLite's LIKE is already case-insensitive for ASCII.
+            Engine::Sqlite => format!("{subject} LIKE {pattern}"),
+            // No ILIKE in MySQL: `lower(x) LIKE lower(y)`, whatever the column's collation.
+            Engine::MySql => format!("LOWER({subject}) LIKE LOWER({pattern})"),
+            // ClickHouse 18.16 has no ILIKE (current releases do): case-folded LIKE means the
+            // same on both.
+            Engine::ClickHouse => format!("lowerUTF8({subject}) LIKE lowerUTF8({pattern})"),
         }
     }
 

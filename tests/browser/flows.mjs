@@ -183,7 +183,18 @@ export async function flows(t) {
     await modal.locator('input[name="new_slice_name"]').fill(CHART);
     await modal.getByRole('combobox').last().click();
     await listed;
-    await page.keyboard.type(DASHBOARD);
+    // Even after the list's response, the picker may render it after the typed text and show
+    // "No data" (seen on the SQLite store's faster answers): a person then types it again.
+    for (let attempt = 1; ; attempt++) {
+      await page.keyboard.type(DASHBOARD);
+      const offered = await select(DASHBOARD)
+        .waitFor({ timeout: 5_000 })
+        .then(() => true, () => false);
+      if (offered || attempt === 3) break;
+      await page.keyboard.press('Control+A');
+      await page.keyboard.press('Backspace');
+      await page.waitForTimeout(500);
+    }
     await select(DASHBOARD).click();
     await modal.getByRole('button', { name: 'Save & go to dashboard' }).click();
     await page.waitForURL(/\/superset\/dashboard\//);

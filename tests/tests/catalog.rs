@@ -123,9 +123,15 @@ both_backends! {
         assert_eq!(conn["result"]["backend"], "postgresql");
         let (s, dup) = api.post("/api/v1/database/", json!({"database_name": "analytics", "sqlalchemy_uri": uri})).await;
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{dup}");
-        let (s, bad) = api.post("/api/v1/database/", json!({"database_name": "m", "sqlalchemy_uri": "mysql://u:p@h/d"})).await;
+        let (s, bad) = api.post("/api/v1/database/", json!({"database_name": "m", "sqlalchemy_uri": "oracle://u:p@h/d"})).await;
         assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(bad.to_string().contains("Could not load database driver: oracle"), "{bad}");
         assert!(bad.to_string().contains("postgresql://"), "{bad}");
+        // A supported engine whose server cannot be reached is tested, and not saved.
+        let (s, bad) = api.post("/api/v1/database/", json!({"database_name": "m", "sqlalchemy_uri": "mysql://u:p@h.invalid/d"})).await;
+        assert_eq!(s, StatusCode::UNPROCESSABLE_ENTITY, "{bad}");
+        assert_eq!(bad["errors"][0]["error_type"], "CONNECTION_INVALID_HOSTNAME_ERROR", "{bad}");
+        assert_eq!(bad["errors"][0]["extra"]["engine_name"], "MySQL", "{bad}");
         for path in ["/api/v1/database/test_connection", "/api/v1/database/test_connection/"] {
             let (s, ok) = api.post(path, json!({"sqlalchemy_uri": uri})).await;
             assert_eq!((s, ok.clone()), (StatusCode::OK, json!({"message": "OK"})), "{path}");

@@ -1551,6 +1551,10 @@ async fn mysql_dropped_query_is_killed_in_the_server() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    eprintln!(
+        "dropped query gone from the MySQL process list after {:?}",
+        dropped.elapsed()
+    );
     // The pool is usable afterwards.
     let rs = engines
         .execute(&s, "SELECT 1", ro(10))

@@ -19,7 +19,7 @@ use super::resource::{self, render};
 use super::wire::{JsonOf, Nullable, Obj, QueryDict, Reply, ResultOf};
 use super::{database_wire, listquery};
 use crate::auth::CurrentUser;
-use crate::engines::{Cell, GenericType, ResultSet, generic_type};
+use crate::engines::{Cell, GenericType, ResultSet, dbapi_type, generic_type_for};
 use crate::query::frame::cell_json;
 use crate::query::sqllab::SqlLabError;
 use crate::services::sqllab;
@@ -181,28 +181,6 @@ pub fn to_dict(rec: &Record) -> Json_ {
     QueryDict::of(rec).json()
 }
 
-/// psycopg2's type-caster name for a PostgreSQL type (what Superset reports as a SQL Lab
-/// column's `type`), or `None` for types psycopg2 returns without a caster.
-fn psycopg2_type(pg_type: &str) -> Option<&'static str> {
-    Some(match pg_type {
-        "int2" | "int4" | "oid" => "INTEGER",
-        "int8" => "LONGINTEGER",
-        "float4" | "float8" => "FLOAT",
-        "numeric" => "DECIMAL",
-        "text" | "varchar" | "bpchar" | "char" | "name" | "citext" => "UNICODE",
-        "bool" => "BOOLEAN",
-        "timestamp" => "DATETIME",
-        "timestamptz" => "DATETIMETZ",
-        "date" => "DATE",
-        "time" | "timetz" => "TIME",
-        "interval" => "INTERVAL",
-        "json" => "JSON",
-        "jsonb" => "JSONB",
-        "bytea" => "BINARY",
-        _ => return None,
-    })
-}
-
 /// pyarrow's type of a column's values, as Superset's `convert_pa_dtype` names it.
 fn value_type<'a>(cells: impl Iterator<Item = &'a Cell>) -> Option<&'static str> {
     let mut found: Option<&'static str> = None;
@@ -232,12 +210,14 @@ fn columns(engine: Engine, rs: &ResultSet) -> Vec<Json_> {
         .iter()
         .enumerate()
         .map(|(i, c)| {
-            let caster = match engine {
-                Engine::Postgres => psycopg2_type(&c.type_name),
-                Engine::Sqlite | Engine::ClickHouse | Engine::MySql => None,
-            };
-            let ty = caster.or_else(|| value_type(rs.rows.iter().filter_map(|r| r.get(i))));
-            let generic = ty.and_then(generic_type).unwrap_or(GenericType::String);
+            // The DB-API cursor's type first, as Superset's result set does; pyarrow's type of
+            // the values where the driver gives none.
+            let ty = dbapi_type(engine, &c.type_name)
+                .or_else(|| value_type(rs.rows.iter().filter_map(|r| r.get(i))).map(str::to_owned));
+            let generic = ty
+                .as_deref()
+                .and_then(|t| generic_type_for(engine, t))
+                .unwrap_or(GenericType::String);
             json!({
                 "column_name": c.name,
                 "name": c.name,

@@ -485,7 +485,8 @@ fn column(name: String, type_name: String, nullable: bool, comment: Option<Strin
 pub fn generic_type(type_name: &str) -> Option<GenericType> {
     super::generic_type(type_name).or_else(|| {
         let t = type_name.trim().to_ascii_lowercase();
-        ["tinyint", "mediumint", "bit"]
+        // Also MySQLdb's FIELD_TYPE names, which SQL Lab reports ([`field_type`]).
+        ["tiny", "mediumint", "bit", "short", "int24", "newdecimal"]
             .iter()
             .any(|p| t.starts_with(p))
             .then_some(GenericType::Numeric)
@@ -586,6 +587,35 @@ fn wire_type_name(col: &mysql_async::Column) -> String {
         _ => "UNKNOWN",
     };
     format!("{name}{unsigned}")
+}
+
+/// MySQLdb's `FIELD_TYPE` name for a result column typed `type_name` by [`wire_type_name`]
+/// (what Superset's `MySQLEngineSpec.get_datatype` reports).
+pub(crate) fn field_type(type_name: &str) -> Option<&'static str> {
+    let base = type_name.trim_end_matches(" UNSIGNED");
+    Some(match base {
+        "TINYINT" => "TINY",
+        "SMALLINT" => "SHORT",
+        "MEDIUMINT" => "INT24",
+        "INTEGER" => "LONG",
+        "BIGINT" => "LONGLONG",
+        "DECIMAL" => "NEWDECIMAL",
+        "FLOAT" => "FLOAT",
+        "DOUBLE" => "DOUBLE",
+        "BIT" => "BIT",
+        "YEAR" => "YEAR",
+        "DATE" => "DATE",
+        "TIME" => "TIME",
+        "DATETIME" => "DATETIME",
+        "TIMESTAMP" => "TIMESTAMP",
+        "JSON" => "JSON",
+        "NULL" => "NULL",
+        "GEOMETRY" => "GEOMETRY",
+        "VARCHAR" | "VARBINARY" => "VAR_STRING",
+        "CHAR" | "BINARY" | "ENUM" | "SET" => "STRING",
+        "TEXT" | "BLOB" => "BLOB",
+        _ => return None,
+    })
 }
 
 /// The result columns of `sql`, found by preparing it (`COM_STMT_PREPARE` returns the result

@@ -1293,6 +1293,28 @@ pub const FUNCTION_NAMES: &[&str] = &[
     "width_bucket",
 ];
 
+/// psycopg2's type-caster name for a PostgreSQL type (what Superset reports as a SQL Lab
+/// column's `type`), or `None` for types psycopg2 returns without a caster.
+pub(crate) fn psycopg2_type(pg_type: &str) -> Option<&'static str> {
+    Some(match pg_type {
+        "int2" | "int4" | "oid" => "INTEGER",
+        "int8" => "LONGINTEGER",
+        "float4" | "float8" => "FLOAT",
+        "numeric" => "DECIMAL",
+        "text" | "varchar" | "bpchar" | "char" | "name" | "citext" => "UNICODE",
+        "bool" => "BOOLEAN",
+        "timestamp" => "DATETIME",
+        "timestamptz" => "DATETIMETZ",
+        "date" => "DATE",
+        "time" | "timetz" => "TIME",
+        "interval" => "INTERVAL",
+        "json" => "JSON",
+        "jsonb" => "JSONB",
+        "bytea" => "BINARY",
+        _ => return None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

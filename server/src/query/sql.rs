@@ -288,6 +288,10 @@ impl Catalog for Templating {
     }
 }
 
+/// The series-limit subquery's match marker column, where the dialect needs one
+/// ([`crate::engines::Dialect::join_match_marker`]).
+const SERIES_MATCH: &str = "series_match__";
+
 /// A query column as the template variable `columns` shows it (a name, or the adhoc object).
 fn column_json(c: &ColumnRef) -> Json {
     match c {
@@ -917,22 +921,9 @@ fn build_with(
                 } else {
                     b.d.cast_text(&expr)
                 };
-                match (f.op.as_str(), b.d.engine()) {
-                    ("ILIKE", Engine::Sqlite) => {
-                        // SQLite's LIKE is already case-insensitive for ASCII.
-                        format!("{subject} LIKE {pattern}")
-                    }
-                    ("ILIKE", Engine::MySql) => {
-                        // No ILIKE in MySQL: SQLAlchemy's `ilike` renders `lower(x) LIKE
-                        // lower(y)`, case-insensitive whatever the column's collation.
-                        format!("LOWER({subject}) LIKE LOWER({pattern})")
-                    }
-                    ("ILIKE", Engine::ClickHouse) => {
-                        // ClickHouse 18.16 has no ILIKE (current releases do): case-folded
-                        // LIKE means the same on both.
-                        format!("lowerUTF8({subject}) LIKE lowerUTF8({pattern})")
-                    }
-                    (op, _) => format!("{subject} {op} {pattern}"),
+                match f.op.as_str() {
+                    "ILIKE" => b.d.ilike(&subject, &pattern),
+                    op => format!("{subject} {op} {pattern}"),
                 }
             }
             op => {
@@ -992,8 +983,23 @@ fn build_with(
     for (target, asc) in &q.orderby {
         let expr = match target {
             OrderTarget::Name(n) => {
-                if ds.column(n).is_some() {
-                    b.column_expr(n)?.unwrap_or_default()
+                // A column's name that also labels a selected output computed from it means
+                // that output, as SQL resolves ORDER BY names (a time-grained axis labelled
+                // with its column's name orders by the bucket). Spelled as the output's alias,
+                // because where the dialect mutates aliases (ClickHouse) the bare name would
+                // mean the raw column. Other labels are not names to order by (Superset: 400).
+                let column = match ds.column(n) {
+                    Some(_) => b.column_expr(n)?,
+                    None => None,
+                };
+                let names_other_output = column.is_some()
+                    && dims
+                        .iter()
+                        .any(|d| &d.label == n && column.as_ref() != Some(&d.expr));
+                if names_other_output {
+                    b.d.quote(&b.d.label(n))
+                } else if let Some(expr) = column {
+                    expr
                 } else if metric_by_label(n).is_some() {
                     b.d.quote(&b.d.label(n))
                 } else if ds.metric(n).is_some() {
@@ -1040,6 +1046,10 @@ fn build_with(
             .iter()
             .map(|d| format!("{} AS {}", d.expr, b.d.quote(&format!("{}__", d.label))))
             .chain(std::iter::once(format!("{limit_metric} AS mme_inner__")))
+            .chain(
+                b.d.join_match_marker()
+                    .map(|m| format!("{m} AS {SERIES_MATCH}")),
+            )
             .collect();
         let mut inner = format!("SELECT {} \nFROM {from}", inner_select.join(", "));
         if !where_parts.is_empty() {
@@ -1059,17 +1069,17 @@ fn build_with(
             .iter()
             .map(|d| {
                 format!(
-                    "{} = series_limit.{}",
+                    "{} = {}",
                     d.expr,
-                    b.d.quote(&format!("{}__", d.label))
+                    b.d.joined_column("series_limit", &b.d.quote(&format!("{}__", d.label)))
                 )
             })
             .collect();
-        let kind = if q.group_others {
+        let kind = b.d.subquery_join(if q.group_others {
             "LEFT OUTER JOIN"
         } else {
             "JOIN"
-        };
+        });
         join = format!(" {kind} ({inner}) AS series_limit ON {}", on.join(" AND "));
     }
     for label in dims
@@ -1085,9 +1095,14 @@ fn build_with(
     for d in &dims {
         let is_series = limit_series && q.group_others && series.iter().any(|s| s.label == d.label);
         let expr = if is_series {
+            // A row the series limit did not keep has no match in the outer join.
+            let matched = match b.d.join_match_marker() {
+                Some(_) => SERIES_MATCH.to_owned(),
+                None => b.d.quote(&format!("{}__", d.label)),
+            };
             format!(
-                "CASE WHEN (series_limit.{} IS NOT NULL) THEN {} ELSE 'Others' END",
-                b.d.quote(&format!("{}__", d.label)),
+                "CASE WHEN ({} IS NOT NULL) THEN {} ELSE 'Others' END",
+                b.d.joined_column("series_limit", &matched),
                 d.expr
             )
         } else {

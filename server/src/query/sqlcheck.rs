@@ -1160,6 +1160,34 @@ pub fn is_mutating(dialect: SqlDialect, sql: &str) -> Result<bool, SqlError> {
     })
 }
 
+/// True if text the parser could not read holds a write the database's read-only mode does
+/// not stop: MySQL's `INTO OUTFILE`, `INTO DUMPFILE` and `INTO @variable` (a file is written
+/// even inside a `READ ONLY` transaction, by any account with the FILE privilege). Read from
+/// the tokens, so a string or comment holding the words is not one; other dialects' read-only
+/// modes cover every write, and this is false for them.
+pub fn writes_past_read_only(dialect: SqlDialect, sql: &str) -> Result<bool, SqlError> {
+    if dialect != SqlDialect::MySql {
+        return Ok(false);
+    }
+    let tokens: Vec<Token> = tokenize(dialect, sql)?
+        .into_iter()
+        .map(|t| t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_)))
+        .collect();
+    Ok(tokens.windows(2).any(|pair| match pair {
+        [Token::Word(into), next] if into.keyword == Keyword::INTO => match next {
+            Token::Word(w) => {
+                w.value.starts_with('@')
+                    || w.value.eq_ignore_ascii_case("outfile")
+                    || w.value.eq_ignore_ascii_case("dumpfile")
+            }
+            Token::AtSign => true,
+            _ => false,
+        },
+        _ => false,
+    }))
+}
+
 /// SQLite pragmas that only report, whatever their argument.
 const READ_ONLY_PRAGMAS: &[&str] = &[
     "collation_list",

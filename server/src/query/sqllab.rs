@@ -219,6 +219,10 @@ pub fn plan(
             if !bad.is_empty() {
                 return Err(SqlLabError::DisallowedFunctions(bad));
             }
+            // Left to the database's read-only mode, except what that mode does not stop.
+            if !allow_dml && sqlcheck::writes_past_read_only(dialect, sql)? {
+                return Err(SqlLabError::DmlNotAllowed);
+            }
             let text = sql.trim().trim_end_matches(';').trim_end().to_owned();
             if let Some(word) = session_statement(dialect, &text) {
                 return Err(SqlLabError::SessionStatement(word));
@@ -457,6 +461,36 @@ mod tests {
         assert_eq!(p.statements, vec!["SELECT * FROM t LIMIT 5"]);
         assert_eq!(p.factor, LimitingFactor::Query);
         assert_eq!(p.limit, 5);
+    }
+
+    #[test]
+    fn mysql_file_writes_and_variables_are_dml() {
+        for sql in [
+            "SELECT * FROM http_sales INTO OUTFILE '/tmp/x'",
+            "SELECT * INTO OUTFILE '/tmp/x' FROM t",
+            "SELECT 'x' INTO DUMPFILE '/tmp/x'",
+            "SELECT 1 INTO @a",
+            "SELECT a FROM t INTO @a",
+            "select a from t into   outfile '/tmp/x' fields terminated by ','",
+            "SELECT a FROM t /* c */ INTO /* c */ DUMPFILE '/tmp/x'",
+            "SELECT a FROM t INTO @`a`",
+        ] {
+            let got = plan(SqlDialect::MySql, sql, 10, false, &denied());
+            assert!(
+                matches!(got, Err(SqlLabError::DmlNotAllowed)),
+                "{sql}: {got:?}"
+            );
+        }
+        // The words inside strings and comments are not the clause.
+        for sql in [
+            "SELECT 'INTO OUTFILE' AS a",
+            "SELECT a FROM t -- INTO OUTFILE '/tmp/x'",
+        ] {
+            assert!(
+                plan(SqlDialect::MySql, sql, 10, false, &denied()).is_ok(),
+                "{sql}"
+            );
+        }
     }
 
     #[test]
