@@ -10,6 +10,8 @@
 mod common;
 #[path = "security/engines.rs"]
 mod engines;
+#[path = "security/every_engine.rs"]
+mod every_engine;
 #[path = "security/exposure.rs"]
 mod exposure;
 #[path = "security/guest.rs"]
