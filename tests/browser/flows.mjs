@@ -31,6 +31,16 @@ export async function flows(t) {
   const toast = (text) => page.locator('.toast--success, [role=alert]').filter({ hasText: text });
   const ids = {};
 
+  /**
+   * Opens a dashboard and waits for it to settle: after loading, the page stores its filter
+   * state and puts the key in the URL, and a URL change while the dashboard is being edited
+   * asks "Save changes to your dashboard?". A person starts editing after that; so does this.
+   */
+  async function openDashboard(id) {
+    await page.goto(`${base}/superset/dashboard/${id}/`);
+    await page.waitForURL(/native_filters_key=/, { timeout: 15_000 }).catch(() => {});
+  }
+
   /** A write through the API with the page's session, for what a flow needs set up. */
   async function apiWrite(method, path, data) {
     const csrf = (await api(page, '/api/v1/security/csrf_token/')).result;
@@ -224,7 +234,7 @@ export async function flows(t) {
       }),
     });
     ids.dragged = other.id;
-    await page.goto(`${base}/superset/dashboard/${ids.dashboard}/`);
+    await openDashboard(ids.dashboard);
     await page.locator('.dashboard-component-chart-holder').first().waitFor();
     await page.getByRole('button', { name: 'Edit dashboard' }).click();
     const title = page.getByRole('textbox', { name: 'Dashboard title' });
@@ -265,7 +275,7 @@ export async function flows(t) {
   });
 
   await step(page, 'flow: add a native filter, save, apply a value', async () => {
-    await page.goto(`${base}/superset/dashboard/${ids.dashboard}/`);
+    await openDashboard(ids.dashboard);
     const holder = page.locator('.dashboard-component-chart-holder').filter({ hasText: CHART }).first();
     await holder.getByText('south', { exact: true }).first().waitFor();
     const bar = page.locator('[role="button"]').filter({ has: page.locator('[aria-label="filter"]') });
@@ -334,7 +344,7 @@ export async function flows(t) {
   });
 
   await step(page, 'flow: export a chart as CSV from its menu', async () => {
-    await page.goto(`${base}/superset/dashboard/${ids.dashboard}/`);
+    await openDashboard(ids.dashboard);
     const holder = page.locator('.dashboard-component-chart-holder').filter({ hasText: CHART }).first();
     await holder.getByText('north', { exact: true }).first().waitFor();
     await holder.hover();
