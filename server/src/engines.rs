@@ -277,6 +277,25 @@ pub struct ColumnInfo {
 }
 
 impl ColumnInfo {
+    /// A column typed by `engine`'s rules ([`generic_type_for`]), text when none matches.
+    pub(crate) fn for_engine(
+        engine: Engine,
+        name: String,
+        type_name: String,
+        nullable: bool,
+        comment: Option<String>,
+    ) -> ColumnInfo {
+        let generic = generic_type_for(engine, &type_name).unwrap_or(GenericType::String);
+        ColumnInfo {
+            name,
+            type_name,
+            generic,
+            is_dttm: generic == GenericType::Temporal,
+            nullable,
+            comment,
+        }
+    }
+
     /// A column typed by Superset's rules, with `fallback` when no rule matches `type_name`.
     pub(crate) fn typed(
         name: String,

@@ -31,7 +31,7 @@ use super::{
     Budget, Cell, ColumnInfo, EngineError, EngineOptions, ExecOptions, GenericType, PrimaryKey,
     ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata, TimeGrain,
 };
-use crate::uri::ConnectionUri;
+use crate::uri::{ConnectionUri, Engine};
 
 /// ClickHouse's HTTP port.
 const DEFAULT_PORT: u16 = 8123;
@@ -624,21 +624,14 @@ pub fn generic_type(type_name: &str) -> Option<GenericType> {
     }
 }
 
+/// A column typed by Superset's rules for ClickHouse.
 fn column_info(
     name: String,
     type_name: String,
     nullable: bool,
     comment: Option<String>,
 ) -> ColumnInfo {
-    let generic = generic_type(&type_name).unwrap_or(GenericType::String);
-    ColumnInfo {
-        name,
-        type_name,
-        generic,
-        is_dttm: generic == GenericType::Temporal,
-        nullable,
-        comment,
-    }
+    ColumnInfo::for_engine(Engine::ClickHouse, name, type_name, nullable, comment)
 }
 
 /// Maps a transport failure (connect refused, DNS, timeout) to Superset's error kinds.

@@ -42,7 +42,7 @@ use super::{
     IndexInfo, PrimaryKey, ResultColumn, ResultSet, TableEntry, TableKind, TableMetadata,
     TimeGrain,
 };
-use crate::uri::ConnectionUri;
+use crate::uri::{ConnectionUri, Engine};
 
 /// The port MySQL clients assume.
 const DEFAULT_PORT: u16 = 3306;
@@ -468,15 +468,7 @@ type KeyColumn = (
 
 /// A column typed by Superset's rules for MySQL.
 fn column(name: String, type_name: String, nullable: bool, comment: Option<String>) -> ColumnInfo {
-    let generic = generic_type(&type_name).unwrap_or(GenericType::String);
-    ColumnInfo {
-        name,
-        type_name,
-        generic,
-        is_dttm: generic == GenericType::Temporal,
-        nullable,
-        comment,
-    }
+    ColumnInfo::for_engine(Engine::MySql, name, type_name, nullable, comment)
 }
 
 /// Superset's `MySQLEngineSpec.get_column_spec`: the base rules first, then MySQL's own
