@@ -298,10 +298,12 @@ export async function flows(t) {
     const names = (meta.native_filter_configuration ?? []).map((f) => f.name);
     if (names.join() !== 'Region') throw new Error(`saved filters: ${JSON.stringify(names)}`);
     // Apply `north`: the chart queries again with the filter and shows north only.
-    const filter = page.locator('.ant-select').filter({ hasText: /Select|region/i }).first();
+    // The filter's picker, once the bar has drawn it (its placeholder is "Select…" or, once its
+    // values have loaded, "2 options").
     await page.getByText('Region', { exact: true }).first().waitFor();
-    const box = page.locator('[aria-label="Region"], .ant-select').filter({ visible: true });
-    await (await box.count() ? box.first() : filter).click();
+    const box = page.locator('[aria-label="Region"], .ant-select').filter({ visible: true }).first();
+    await box.waitFor();
+    await box.click();
     await select('north').click();
     await page.keyboard.press('Escape');
     await page.getByRole('button', { name: 'Apply filters' }).click();
